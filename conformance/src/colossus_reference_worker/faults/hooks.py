@@ -1,0 +1,224 @@
+"""``FaultHooks``: the worker's deliberate misbehaviour, armed per case (W15).
+
+The server plumbing calls these hooks around the listener, every request, the
+unary handlers and the watch stream (see :mod:`colossus_reference_worker.hooks`).
+The handlers themselves are untouched: a fault is either an error raised
+before or after a handler, or a rewrite of the event iterator a watch sends.
+
+The armed plan and the observation log are shared with the control channel,
+which runs on its own thread; :class:`FaultState` guards them with a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from grpclib.const import Status
+
+from ..hooks import WatchContext, WorkerHooks
+from .listener import ListenerVariant, build_listener_context
+from .observations import ObservationLog
+from .plan import FaultPlan, RpcFault, WatchFault
+
+if TYPE_CHECKING:
+    import ssl
+
+    from .._gen.colossus.api.v1alpha1 import RunEvent, ServerInfo
+
+# What a fault failure says; clients must branch on code and reason only.
+_FAULT_MESSAGE = "injected failure"
+
+# Reasons used when a case names a code but no reason.
+_DEFAULT_REASON = {
+    Status.UNAVAILABLE: "UNAVAILABLE",
+    Status.INTERNAL: "INTERNAL",
+    Status.DATA_LOSS: "JOURNAL_INTEGRITY",
+}
+
+
+def _api_error(code: Status, reason: str | None) -> Exception:
+    from ..errors import ApiError
+
+    return ApiError(code, reason or _DEFAULT_REASON.get(code, "INTERNAL"), _FAULT_MESSAGE)
+
+
+class FaultState:
+    """The armed case: its plan, its watch numbering and its observations."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.case: str | None = None
+        self.plan = FaultPlan()
+        self.observations = ObservationLog()
+        # Worker-wide WatchRun call index -> 1-based number within the case.
+        self._watch_numbers: dict[int, int] = {}
+        self._generation = 0
+
+    def begin(self, case: str, plan: FaultPlan) -> None:
+        with self.lock:
+            self.case = case
+            self.plan = plan
+            self._watch_numbers = {}
+            self._generation += 1
+            self.observations.reset()
+
+    def end(self) -> None:
+        with self.lock:
+            self.case = None
+            self.plan = FaultPlan()
+            self._watch_numbers = {}
+            self._generation += 1
+
+    def watch_number(self, ctx: WatchContext) -> tuple[int, list[WatchFault]]:
+        """Number a watch within the case (stable for one call) and its faults."""
+        with self.lock:
+            n = self._watch_numbers.get(ctx.call_index)
+            if n is None:
+                n = len(self._watch_numbers) + 1
+                self._watch_numbers[ctx.call_index] = n
+                self.observations.watch(ctx.after_sequence)
+            return n, self.plan.watch_faults(n)
+
+    def take_rpc_fault(self, method: str, *, after_commit: bool) -> RpcFault | None:
+        """Consume one use of the first matching ``rpc_fail``, if any is left."""
+        with self.lock:
+            for fault in self.plan.rpc:
+                if (fault.method == method and fault.after_commit == after_commit
+                        and fault.remaining > 0):
+                    fault.remaining -= 1
+                    return fault
+            return None
+
+
+def _altered(event: RunEvent) -> RunEvent:
+    """A copy of ``event`` with the same run and sequence but other content."""
+    twin = copy.deepcopy(event)
+    if twin.output_delta is not None:
+        twin.output_delta.text += " [altered]"
+    when = twin.event_time or datetime.datetime.now(datetime.timezone.utc)
+    twin.event_time = when + datetime.timedelta(seconds=1)
+    return twin
+
+
+class FaultHooks(WorkerHooks):
+    """Applies the armed case's faults and records what the worker sees."""
+
+    def __init__(
+        self,
+        state: FaultState | None = None,
+        listener: ListenerVariant | None = None,
+    ) -> None:
+        self.state = state or FaultState()
+        self.listener = listener
+
+    # -- listener --------------------------------------------------------
+
+    def ssl_context_for_listener(self, default: ssl.SSLContext, **material: Any) -> ssl.SSLContext:
+        if self.listener is None:
+            return default
+        return build_listener_context(
+            self.listener,
+            certificate_pem=material["certificate_pem"],
+            private_key_pem=material["private_key_pem"],
+            host=material["host"],
+        )
+
+    # -- observation ------------------------------------------------------
+
+    def on_connection(self, conn_id: int, tls_version: str | None, handshake_ok: bool) -> None:
+        self.state.observations.connection(conn_id, tls_version, handshake_ok)
+
+    def on_rpc(self, conn_id: int, method: str, bearer_presented: bool) -> None:
+        self.state.observations.rpc(conn_id, method, bearer_presented)
+
+    def on_watch(self, ctx: WatchContext) -> None:
+        self.state.watch_number(ctx)
+
+    # -- unary faults -------------------------------------------------------
+
+    def server_info(self, info: ServerInfo) -> ServerInfo:
+        with self.state.lock:
+            override = self.state.plan.server_info
+        if override is None:
+            return info
+        info = copy.deepcopy(info)
+        for name in ("instance_id", "api_package", "api_major", "deployment_mode"):
+            value = getattr(override, name)
+            if value is not None:
+                setattr(info, name, value)
+        return info
+
+    async def before_unary(self, method: str) -> None:
+        fault = self.state.take_rpc_fault(method, after_commit=False)
+        if fault is not None:
+            raise _api_error(fault.code, fault.reason)
+
+    async def after_unary_commit(self, method: str) -> None:
+        fault = self.state.take_rpc_fault(method, after_commit=True)
+        if fault is not None:
+            raise _api_error(fault.code, fault.reason)
+
+    # -- watch faults ---------------------------------------------------------
+
+    def wrap_watch(
+        self, ctx: WatchContext, events: AsyncIterator[RunEvent]
+    ) -> AsyncIterator[RunEvent]:
+        _, faults = self.state.watch_number(ctx)
+        refused = self.state.take_rpc_fault("RunService/WatchRun", after_commit=False)
+        if not faults and refused is None:
+            return events
+        return self._faulty_watch(faults, refused, events)
+
+    async def _faulty_watch(
+        self,
+        faults: list[WatchFault],
+        refused: RpcFault | None,
+        events: AsyncIterator[RunEvent],
+    ) -> AsyncIterator[RunEvent]:
+        if refused is not None:
+            raise _api_error(refused.code, refused.reason)
+        skipped = {f.sequence for f in faults if f.kind == "skip"}
+        triggers = [f for f in faults if f.kind != "skip"]
+        keep = max((f.count for f in triggers if f.kind == "replay"), default=0)
+        sent: deque[RunEvent] = deque(maxlen=max(keep, 1))
+
+        # after_sequence 0 means "before the first event".
+        for fault in (f for f in triggers if f.after_sequence == 0):
+            if await self._trigger(fault, sent) == "stop":
+                return
+
+        try:
+            async for event in events:
+                if event.sequence in skipped:
+                    continue
+                yield event
+                sent.append(event)
+                for fault in (f for f in triggers if f.after_sequence == event.sequence):
+                    if fault.kind == "replay":
+                        for again in list(sent)[-fault.count:]:
+                            yield again
+                    elif fault.kind == "replay_altered":
+                        yield _altered(event)
+                    elif await self._trigger(fault, sent) == "stop":
+                        return
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+
+    @staticmethod
+    async def _trigger(fault: WatchFault, sent: deque[RunEvent]) -> str | None:
+        if fault.kind == "stall":
+            await asyncio.sleep(fault.seconds)
+            return None
+        if fault.kind == "clean_close":
+            return "stop"
+        if fault.kind == "fail":
+            raise _api_error(fault.code, fault.reason)
+        return None

@@ -1,0 +1,125 @@
+"""Deliberately wrong TLS listeners for the conformance suite (W15).
+
+Each variant keeps the discovery files truthful, so only a client that checks
+the live handshake notices the problem:
+
+``tls12``
+    the genuine leaf, but only TLS 1.2 is offered;
+``foreign-leaf``
+    a freshly generated self-signed P-256 leaf for the same address;
+``leaf-with-intermediate``
+    the genuine leaf followed by an extra CA certificate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import ipaddress
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator
+from enum import Enum
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+class ListenerVariant(str, Enum):
+    """Values of ``--fault-listener``."""
+
+    TLS12 = "tls12"
+    FOREIGN_LEAF = "foreign-leaf"
+    LEAF_WITH_INTERMEDIATE = "leaf-with-intermediate"
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _self_signed(host: str, *, ca: bool) -> tuple[bytes, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(
+        NameOID.COMMON_NAME, "colossus fault CA" if ca else "colossus foreign leaf")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if not ca:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]),
+            critical=False,
+        )
+    cert = builder.sign(key, hashes.SHA256())
+    return cert.public_bytes(serialization.Encoding.PEM), key
+
+
+@contextlib.contextmanager
+def _pem_path(data: bytes) -> Iterator[str]:
+    """A path ``ssl`` can load ``data`` from; an anonymous memfd where possible."""
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        fd = os.memfd_create("colossus-fault-pem", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    folder = tempfile.mkdtemp(prefix="colossus-fault-")
+    path = os.path.join(folder, "material.pem")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.rmdir(folder)
+
+
+def _context(chain_pem: bytes, key_pem: bytes, *, tls12: bool) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    if tls12:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    else:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.set_alpn_protocols(["h2"])
+    with _pem_path(chain_pem) as cert_path, _pem_path(key_pem) as key_path:
+        ctx.load_cert_chain(cert_path, key_path)
+    return ctx
+
+
+def build_listener_context(
+    variant: ListenerVariant,
+    *,
+    certificate_pem: bytes,
+    private_key_pem: bytes,
+    host: str,
+) -> ssl.SSLContext:
+    """The server-side TLS context for ``variant``."""
+    if variant is ListenerVariant.TLS12:
+        return _context(certificate_pem, private_key_pem, tls12=True)
+    if variant is ListenerVariant.FOREIGN_LEAF:
+        leaf, key = _self_signed(host, ca=False)
+        return _context(leaf, _key_pem(key), tls12=False)
+    if variant is ListenerVariant.LEAF_WITH_INTERMEDIATE:
+        extra, _ = _self_signed(host, ca=True)
+        chain = certificate_pem.rstrip(b"\n") + b"\n" + extra
+        return _context(chain, private_key_pem, tls12=False)
+    raise ValueError(f"unknown listener variant {variant!r}")
