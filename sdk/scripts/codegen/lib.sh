@@ -6,6 +6,7 @@
 #                   .cache/codegen, which lets test copies of the repo share one install
 #   GENERATED_DIRS  every `out` folder of buf.gen.yaml, relative to REPO_ROOT
 set -euo pipefail
+trap 'echo "codegen: error: command failed at ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
 
 CODEGEN_PINS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$CODEGEN_PINS/../../.." && pwd)

@@ -1,0 +1,13 @@
+"""Entry point for ./noxw. Sessions live in one module per area under noxsessions/."""
+
+import sys
+from pathlib import Path
+
+import nox
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from noxsessions import codegen  # noqa: E402
+
+# What a bare ./noxw (and so CI) runs: every area's default sessions.
+nox.options.sessions = [*codegen.DEFAULT_SESSIONS]

@@ -1,0 +1,158 @@
+"""Sessions for the code-generation spine: the contract in api/ and the bindings
+generated from it (see sdk/scripts/README.md).
+
+    generate            regenerate every binding (./sdk/scripts/generate)
+    check_generated     lint, format and breaking checks plus stale-file check
+    compile_python      import every generated module; mypy --strict over the stubs
+    compile_typescript  tsc --noEmit (strict) over sdk/typescript/src/gen
+    compile_go          go build + go vet in sdk/go
+    codegen_tests       pytest sdk/scripts/tests (each test works in a copy of the repo)
+    bench_codegen       warm timings of generate and check-generated, sizes of the trees
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIREMENTS = ROOT / "noxsessions" / "requirements-codegen.txt"
+CODEGEN_CACHE = Path(os.environ.get("COLOSSUS_CODEGEN_CACHE", ROOT / ".cache" / "codegen"))
+GENERATED_DIRS = {
+    "python": "sdk/python/src/colossus/api",
+    "typescript": "sdk/typescript/src/gen",
+    "go": "sdk/go/gen",
+    "worker": "conformance/src/colossus_reference_worker/_gen",
+}
+
+DEFAULT_SESSIONS = [
+    "check_generated",
+    "compile_python",
+    "compile_typescript",
+    "compile_go",
+    "codegen_tests",
+]
+
+# Imports each generated module by name, so a broken import inside any of them fails.
+IMPORT_ALL = """
+import importlib, pathlib, sys
+count = 0
+for root, package in ((sys.argv[1], "colossus.api"),
+                      (sys.argv[2], "colossus_reference_worker._gen")):
+    base = pathlib.Path(root)
+    for path in sorted((base / package.replace(".", "/")).rglob("*.py")):
+        parts = path.relative_to(base).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        importlib.import_module(name)
+        count += 1
+print(f"imported {count} generated modules")
+"""
+
+
+@nox.session(venv_backend="none")
+def generate(session: nox.Session) -> None:
+    """Regenerate every binding from api/."""
+    session.run("./sdk/scripts/generate", external=True)
+
+
+@nox.session(venv_backend="none")
+def check_generated(session: nox.Session) -> None:
+    """Fail if the contract or any generated file is not as it should be.
+
+    Extra arguments go to the script, e.g. `-- --against origin/main`.
+    """
+    session.run("./sdk/scripts/check-generated", *session.posargs, external=True)
+
+
+@nox.session
+def compile_python(session: nox.Session) -> None:
+    """Import every generated Python module and type-check the SDK bindings strictly."""
+    session.install("--disable-pip-version-check", "-r", str(REQUIREMENTS))
+    sdk_src = ROOT / "sdk/python/src"
+    worker_src = ROOT / "conformance/src"
+    env = {"PYTHONPATH": f"{sdk_src}{os.pathsep}{worker_src}", "PYTHONDONTWRITEBYTECODE": "1"}
+    session.run("python", "-c", IMPORT_ALL, str(sdk_src), str(worker_src), env=env)
+    mypy = ["mypy", "--strict", "--cache-dir", str(ROOT / ".cache/mypy-codegen")]
+    session.chdir(sdk_src)
+    session.run(*mypy, "-p", "colossus.api")
+    session.chdir(worker_src)
+    worker_files = sorted(
+        str(p.relative_to(worker_src)) for p in (ROOT / GENERATED_DIRS["worker"]).rglob("*.py")
+    )
+    session.run(*mypy, *worker_files)
+
+
+@nox.session(venv_backend="none")
+def compile_typescript(session: nox.Session) -> None:
+    """Type-check the generated TypeScript with the package's strict settings."""
+    session.chdir(ROOT / "sdk/typescript")
+    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.gen.json", external=True)
+
+
+@nox.session(venv_backend="none")
+def compile_go(session: nox.Session) -> None:
+    """Build and vet the Go module that holds the generated code."""
+    session.chdir(ROOT / "sdk/go")
+    env = {"GOFLAGS": "-mod=readonly"}
+    session.run("go", "build", "./...", external=True, env=env)
+    session.run("go", "vet", "./...", external=True, env=env)
+
+
+@nox.session
+def codegen_tests(session: nox.Session) -> None:
+    """Tests of the generate and check-generated scripts, each in a copy of the repo."""
+    session.install("--disable-pip-version-check", "-r", str(REQUIREMENTS))
+    # Install the pinned tools once, up front, into the cache every copy shares.
+    session.run("bash", "-c", 'source sdk/scripts/codegen/lib.sh && ensure_tools', external=True)
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        str(ROOT / "sdk/scripts/tests"),
+        *session.posargs,
+        env={"COLOSSUS_CODEGEN_CACHE": str(CODEGEN_CACHE)},
+    )
+
+
+@nox.session(venv_backend="none")
+def bench_codegen(session: nox.Session) -> None:
+    """Print median warm wall time of generate and check-generated, and tree sizes.
+
+    Runs in a temporary copy of the repository so the working tree is never touched.
+    Pass the number of runs as an argument: `./noxw -s bench_codegen -- 7` (default 5).
+    """
+    runs = int(session.posargs[0]) if session.posargs else 5
+    env = {**os.environ, "COLOSSUS_CODEGEN_CACHE": str(CODEGEN_CACHE)}
+    sys.path.insert(0, str(ROOT / "sdk/scripts/codegen"))
+    from repo_copy import copy_repo
+
+    with tempfile.TemporaryDirectory(prefix="colossus-bench-") as tmp:
+        copy = copy_repo(Path(tmp) / "repo")
+
+        def timed(script: str) -> list[float]:
+            subprocess.run([script], cwd=copy, env=env, check=True, capture_output=True)
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                subprocess.run([script], cwd=copy, env=env, check=True, capture_output=True)
+                times.append(time.perf_counter() - start)
+            return times
+
+        for script in ("./sdk/scripts/generate", "./sdk/scripts/check-generated"):
+            times = timed(script)
+            session.log(
+                f"{script}: median {statistics.median(times):.2f}s over {runs} warm runs "
+                f"(min {min(times):.2f}s, max {max(times):.2f}s)"
+            )
+        for language, folder in GENERATED_DIRS.items():
+            files = [p for p in (copy / folder).rglob("*") if p.is_file()]
+            size = sum(p.stat().st_size for p in files)
+            session.log(f"{language:<10} {folder}: {len(files)} files, {size} bytes")

@@ -1,0 +1,38 @@
+"""Make a throwaway copy of this repository, for tests and benchmarks of the codegen
+scripts that must never touch the real working tree.
+
+The copy holds every file git would consider part of the work tree (tracked plus
+untracked, minus ignored), committed once in a fresh repository so that HEAD is a
+baseline for `buf breaking`. The pinned tools are not copied: point
+COLOSSUS_CODEGEN_CACHE at the real cache instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def git(cwd: Path, *args: str) -> str:
+    identity = ["-c", "user.name=codegen-test", "-c", "user.email=codegen-test@localhost"]
+    result = subprocess.run(
+        ["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True
+    )
+    return result.stdout
+
+
+def copy_repo(dest: Path) -> Path:
+    """Copy the work tree of ROOT into dest (created) and commit it there."""
+    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    for name in sorted(set(filter(None, listed.split("\0")))):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-q", "-m", "snapshot of the work tree")
+    return dest
