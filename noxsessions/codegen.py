@@ -79,7 +79,10 @@ def compile_python(session: nox.Session) -> None:
     worker_src = ROOT / "conformance/src"
     env = {"PYTHONPATH": f"{sdk_src}{os.pathsep}{worker_src}", "PYTHONDONTWRITEBYTECODE": "1"}
     session.run("python", "-c", IMPORT_ALL, str(sdk_src), str(worker_src), env=env)
-    mypy = ["mypy", "--strict", "--cache-dir", str(ROOT / ".cache/mypy-codegen")]
+    # Errors in hand-written modules that the bindings import (such as the package
+    # __init__) belong to other sessions; only the generated files are judged here.
+    cache = str(ROOT / ".cache/mypy-codegen")
+    mypy = ["mypy", "--strict", "--follow-imports=silent", "--cache-dir", cache]
     session.chdir(sdk_src)
     session.run(*mypy, "-p", "colossus.api")
     session.chdir(worker_src)
