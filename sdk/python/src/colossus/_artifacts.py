@@ -1,0 +1,234 @@
+"""S6 artifacts: size- and digest-bound uploads, verified downloads (sync and async).
+
+Uploads are never retried. Downloads are reads: an ``UNAVAILABLE`` failure restarts the
+download from the beginning under the read policy. Bytes are handed to the caller only
+after their length and SHA-256 match the artifact's metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import grpc
+
+from . import _convert
+from . import _models as m
+from ._connection import (
+    DEFAULT,
+    AsyncConnection,
+    SyncConnection,
+    retry_async,
+    retry_sync,
+)
+from ._errors import ArtifactIntegrityError, ProtocolViolationError, from_rpc_error
+from ._requests import CAP_ARTIFACTS, check_id, check_manifest, require_capability
+from ._watch import AsyncBackend, SyncBackend
+from .api.v1alpha1 import artifacts_pb2
+
+_DEFAULT_CHUNK = 64 * 1024
+
+
+def _upload_messages(
+    conn: SyncConnection | AsyncConnection,
+    data: bytes,
+    media_type: str,
+    display_name: str | None,
+) -> tuple[str, list[artifacts_pb2.UploadArtifactRequest]]:
+    digest = hashlib.sha256(data).hexdigest()
+    manifest = check_manifest(
+        conn.server_info,
+        size=len(data),
+        sha256=digest,
+        media_type=media_type,
+        display_name=display_name,
+    )
+    chunk = conn.server_info.limits.max_artifact_chunk_bytes or _DEFAULT_CHUNK
+    messages = [artifacts_pb2.UploadArtifactRequest(manifest=manifest)]
+    view = memoryview(data)
+    messages.extend(
+        artifacts_pb2.UploadArtifactRequest(chunk=bytes(view[i : i + chunk]))
+        for i in range(0, len(data), chunk)
+    )
+    return digest, messages
+
+
+def _check_uploaded(pb: artifacts_pb2.Artifact, size: int, digest: str) -> m.Artifact:
+    artifact = _convert.artifact(pb)
+    if artifact.size_bytes != size or artifact.sha256 != digest:
+        raise ProtocolViolationError(
+            "the worker stored an artifact that differs from the upload",
+            reason="ARTIFACT_MISMATCH",
+        )
+    check_id(artifact.artifact_id, "artifact_id")
+    return artifact
+
+
+class DownloadVerifier:
+    """Checks a download stream: metadata first, then chunks, bounded by declared size."""
+
+    def __init__(self, artifact_id: str, max_bytes: int) -> None:
+        self._artifact_id = artifact_id
+        self._max_bytes = max_bytes
+        self._artifact: m.Artifact | None = None
+        self._hash = hashlib.sha256()
+        self._parts: list[bytes] = []
+        self._received = 0
+
+    def feed(self, message: artifacts_pb2.DownloadArtifactResponse) -> None:
+        kind = message.WhichOneof("part")
+        if self._artifact is None:
+            if kind != "artifact":
+                raise ProtocolViolationError(
+                    "the download did not start with metadata", reason="ARTIFACT_STREAM_ORDER"
+                )
+            artifact = _convert.artifact(message.artifact)
+            if artifact.artifact_id != self._artifact_id:
+                raise ProtocolViolationError(
+                    "the download described another artifact", reason="ARTIFACT_STREAM_ORDER"
+                )
+            if self._max_bytes and artifact.size_bytes > self._max_bytes:
+                raise ArtifactIntegrityError(
+                    "the artifact is larger than the worker's advertised limit",
+                    reason="ARTIFACT_TOO_LARGE",
+                )
+            self._artifact = artifact
+            return
+        if kind != "chunk":
+            raise ProtocolViolationError(
+                "the download sent metadata twice", reason="ARTIFACT_STREAM_ORDER"
+            )
+        self._received += len(message.chunk)
+        if self._received > self._artifact.size_bytes:
+            raise ArtifactIntegrityError(
+                "the download sent more bytes than declared", reason="ARTIFACT_SIZE_MISMATCH"
+            )
+        self._hash.update(message.chunk)
+        self._parts.append(message.chunk)
+
+    def finish(self) -> m.DownloadedArtifact:
+        artifact = self._artifact
+        if artifact is None:
+            raise ProtocolViolationError(
+                "the download ended before its metadata", reason="ARTIFACT_STREAM_ORDER"
+            )
+        if self._received != artifact.size_bytes:
+            raise ArtifactIntegrityError(
+                "the download ended before all declared bytes", reason="ARTIFACT_SIZE_MISMATCH"
+            )
+        if not hmac.compare_digest(self._hash.hexdigest(), artifact.sha256):
+            raise ArtifactIntegrityError(
+                "the downloaded bytes do not match the declared SHA-256",
+                reason="ARTIFACT_DIGEST_MISMATCH",
+            )
+        return m.DownloadedArtifact(artifact=artifact, data=b"".join(self._parts))
+
+
+class Artifacts:
+    """``client.artifacts``: needs the ``artifacts`` capability."""
+
+    def __init__(self, backend: SyncBackend) -> None:
+        self._backend = backend
+
+    def upload(
+        self,
+        data: bytes,
+        *,
+        media_type: str,
+        display_name: str | None = None,
+        timeout: float | None = DEFAULT,
+    ) -> m.Artifact:
+        """Uploads ``data`` once (never retried). Returns the stored artifact."""
+        conn = self._backend.connection()
+        digest, messages = _upload_messages(conn, bytes(data), media_type, display_name)
+        try:
+            response = conn.artifacts.UploadArtifact(
+                iter(messages), timeout=conn.timeout(timeout), metadata=conn.metadata()
+            )
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc, mutation=True) from None
+        return _check_uploaded(response.artifact, len(data), digest)
+
+    def download(
+        self, artifact_id: str, *, timeout: float | None = DEFAULT
+    ) -> m.DownloadedArtifact:
+        """Downloads and verifies one artifact."""
+        check_id(artifact_id, "artifact_id")
+
+        def attempt() -> m.DownloadedArtifact:
+            conn = self._backend.connection()
+            require_capability(conn.server_info, CAP_ARTIFACTS, "an artifact download")
+            verifier = DownloadVerifier(artifact_id, conn.server_info.limits.max_artifact_bytes)
+            stream: Any = conn.artifacts.DownloadArtifact(
+                artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id),
+                timeout=conn.timeout(timeout),
+                metadata=conn.metadata(),
+            )
+            try:
+                for message in stream:
+                    verifier.feed(message)
+            finally:
+                stream.cancel()
+            return verifier.finish()
+
+        return retry_sync(
+            attempt, self._backend.connection().options.retry, what="DownloadArtifact"
+        )
+
+
+class AsyncArtifacts:
+    """The async twin of :class:`Artifacts`."""
+
+    def __init__(self, backend: AsyncBackend) -> None:
+        self._backend = backend
+
+    async def upload(
+        self,
+        data: bytes,
+        *,
+        media_type: str,
+        display_name: str | None = None,
+        timeout: float | None = DEFAULT,
+    ) -> m.Artifact:
+        """Uploads ``data`` once (never retried). Returns the stored artifact."""
+        conn = await self._backend.connection()
+        digest, messages = _upload_messages(conn, bytes(data), media_type, display_name)
+
+        async def requests() -> AsyncIterator[artifacts_pb2.UploadArtifactRequest]:
+            for message in messages:
+                yield message
+
+        try:
+            response = await conn.artifacts.UploadArtifact(
+                requests(), timeout=conn.timeout(timeout), metadata=conn.metadata()
+            )
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc, mutation=True) from None
+        return _check_uploaded(response.artifact, len(data), digest)
+
+    async def download(
+        self, artifact_id: str, *, timeout: float | None = DEFAULT
+    ) -> m.DownloadedArtifact:
+        """Downloads and verifies one artifact."""
+        check_id(artifact_id, "artifact_id")
+
+        async def attempt() -> m.DownloadedArtifact:
+            conn = await self._backend.connection()
+            require_capability(conn.server_info, CAP_ARTIFACTS, "an artifact download")
+            verifier = DownloadVerifier(artifact_id, conn.server_info.limits.max_artifact_bytes)
+            call: Any = conn.artifacts.DownloadArtifact(
+                artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id),
+                timeout=conn.timeout(timeout),
+                metadata=conn.metadata(),
+            )
+            try:
+                async for message in call:
+                    verifier.feed(message)
+            finally:
+                call.cancel()
+            return verifier.finish()
+
+        conn = await self._backend.connection()
+        return await retry_async(attempt, conn.options.retry, what="DownloadArtifact")

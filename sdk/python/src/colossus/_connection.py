@@ -1,0 +1,362 @@
+"""The connect sequence (C1-C7) and the call helpers shared by every resource.
+
+Order matters and is the same for both placements and both clients:
+
+1. the target is known (daemon: discovery files checked against the expected identity;
+   sidecar: bootstrap reply validated);
+2. TLS 1.3 pre-flight against the live endpoint, pin and chain length (C4);
+3. only then the bearer is loaded from its provider (C5);
+4. a channel trusting only the pinned leaf is opened, and ``GetServerInfo`` is the first
+   credential-bearing call; its answer is verified before anything else may run (C6);
+5. the inbound cap is lowered to the advertised response cap when that is smaller (C7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+import grpc
+import grpc.aio
+from google.protobuf.message import Message
+
+from . import _convert
+from ._credentials import CredentialProvider, load_bearer
+from ._errors import (
+    ColossusError,
+    IncompatibleServerError,
+    TransportError,
+    from_rpc_error,
+    is_retryable_code,
+)
+from ._models import DeploymentMode, ServerInfo
+from ._options import ClientOptions, RetryPolicy
+from ._transport import _channel
+from ._transport._bearer import Bearer
+from ._transport._certificate import LeafCertificate
+from ._transport._descriptor import Endpoint
+from ._transport._preflight import preflight, preflight_async
+from .api.v1alpha1 import (
+    artifacts_pb2_grpc,
+    run_service_pb2_grpc,
+    system_pb2,
+    system_pb2_grpc,
+)
+
+log = logging.getLogger("colossus")
+
+API_PACKAGE: Final = "colossus.api.v1alpha1"
+API_MAJOR: Final = 1
+_REQUEST_HEADROOM: Final = 64 * 1024
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A worker the caller has decided to trust: where it is and what it must prove."""
+
+    endpoint: Endpoint
+    certificate: LeafCertificate
+    expected_instance_id: str
+    expected_pin: str
+    expected_mode: DeploymentMode
+
+
+def verify_server_info(info: ServerInfo, target: Target) -> None:
+    """C6: the first answer must name the provisioned instance, contract and placement."""
+    problems = []
+    if info.instance_id != target.expected_instance_id:
+        problems.append("instance_id")
+    if info.api_package != API_PACKAGE:
+        problems.append("api_package")
+    if info.api_major != API_MAJOR:
+        problems.append("api_major")
+    if info.deployment_mode is not target.expected_mode:
+        problems.append("deployment_mode")
+    if problems:
+        raise IncompatibleServerError(
+            "GetServerInfo disagrees with the expected worker: " + ", ".join(problems),
+            reason="SERVER_INFO_MISMATCH",
+            metadata={"fields": ",".join(problems)},
+        )
+
+
+class Session:
+    """What both connection kinds share: the verified identity, bearer and options."""
+
+    def __init__(
+        self, target: Target, bearer: Bearer, options: ClientOptions, info: ServerInfo
+    ) -> None:
+        self.target = target
+        self.options = options
+        self.server_info = info
+        self._auth = bearer.authorization_metadata()
+
+    def metadata(self) -> _channel.Metadata:
+        provider = self.options.trace_context
+        if provider is None:
+            return (self._auth,)
+        trace = provider()
+        if trace is None:
+            return (self._auth,)
+        traceparent, tracestate = trace
+        if tracestate:
+            return (self._auth, ("traceparent", traceparent), ("tracestate", tracestate))
+        return (self._auth, ("traceparent", traceparent))
+
+    def trace(self) -> tuple[str, str | None] | None:
+        provider = self.options.trace_context
+        return provider() if provider is not None else None
+
+    def timeout(self, timeout: float | None | object) -> float | None:
+        if timeout is DEFAULT:
+            return self.options.timeout
+        return timeout  # type: ignore[return-value]
+
+    def __repr__(self) -> str:
+        return f"Session(endpoint={self.target.endpoint}, instance={self.server_info.instance_id})"
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Any = _Default()
+"""Sentinel for "use the client's default timeout"."""
+
+
+def _caps(options: ClientOptions, info: ServerInfo | None) -> tuple[int, int]:
+    receive = options.max_response_bytes
+    send = receive
+    if info is not None:
+        if info.limits.max_response_bytes:
+            receive = min(receive, info.limits.max_response_bytes)
+        if info.limits.max_request_bytes:
+            send = info.limits.max_request_bytes + _REQUEST_HEADROOM
+    return receive, send
+
+
+# --- sync -------------------------------------------------------------------------------
+
+
+class SyncConnection(Session):
+    """A verified sync channel with its stubs."""
+
+    def __init__(
+        self,
+        target: Target,
+        bearer: Bearer,
+        options: ClientOptions,
+        info: ServerInfo,
+        channel: grpc.Channel,
+    ) -> None:
+        super().__init__(target, bearer, options, info)
+        self.channel = channel
+        self.system = system_pb2_grpc.SystemServiceStub(channel)
+        self.runs = run_service_pb2_grpc.RunServiceStub(channel)
+        self.artifacts = artifacts_pb2_grpc.ArtifactServiceStub(channel)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def _get_server_info_sync(
+    channel: grpc.Channel, auth: _channel.Metadata, timeout: float, policy: RetryPolicy
+) -> ServerInfo:
+    stub = system_pb2_grpc.SystemServiceStub(channel)
+
+    def attempt() -> ServerInfo:
+        response = stub.GetServerInfo(
+            system_pb2.GetServerInfoRequest(), timeout=timeout, metadata=auth, wait_for_ready=True
+        )
+        return _convert.server_info(response.server_info)
+
+    return retry_sync(attempt, policy, what="GetServerInfo")
+
+
+def connect_sync(
+    target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
+) -> SyncConnection:
+    started = time.monotonic()
+    preflight(target.endpoint, target.expected_pin, target.certificate, options.connect_timeout)
+    bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
+    receive, send = _caps(options, None)
+    channel = _channel.sync_channel(
+        target.endpoint, target.certificate, max_receive=receive, max_send=send
+    )
+    try:
+        info = _get_server_info_sync(
+            channel, (bearer.authorization_metadata(),), options.connect_timeout, options.retry
+        )
+        verify_server_info(info, target)
+        new_receive, new_send = _caps(options, info)
+        if (new_receive, new_send) != (receive, send):
+            channel.close()
+            channel = _channel.sync_channel(
+                target.endpoint, target.certificate, max_receive=new_receive, max_send=new_send
+            )
+    except BaseException:
+        channel.close()
+        raise
+    log.info(
+        "connected to %s instance=%s mode=%s in %.1f ms",
+        target.endpoint,
+        info.instance_id,
+        info.deployment_mode.name,
+        (time.monotonic() - started) * 1000,
+    )
+    return SyncConnection(target, bearer, options, info, channel)
+
+
+def retry_sync(
+    attempt: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    what: str,
+    on_retry: Callable[[], None] | None = None,
+) -> T:
+    """Runs a read, retrying only ``UNAVAILABLE`` under ``policy``."""
+    delays = policy.delays()
+    while True:
+        try:
+            return attempt()
+        except grpc.RpcError as exc:
+            error = from_rpc_error(exc)
+            delay = next(delays, None) if is_retryable_code(error.code) else None
+            if delay is None:
+                raise error from None
+            log.info("%s unavailable; retrying in %.2f s", what, delay)
+            time.sleep(delay)
+            if on_retry is not None:
+                on_retry()
+
+
+def call_mutation_sync(
+    method: Callable[..., T],
+    request: Message,
+    session: Session,
+    timeout: float | None,
+    *,
+    idempotency_key: str | None = None,
+) -> T:
+    """Runs a mutation exactly once; an ambiguous failure becomes OutcomeUnknownError."""
+    try:
+        return method(request, timeout=timeout, metadata=session.metadata())
+    except grpc.RpcError as exc:
+        raise from_rpc_error(exc, mutation=True, idempotency_key=idempotency_key) from None
+
+
+# --- async ------------------------------------------------------------------------------
+
+
+class AsyncConnection(Session):
+    """A verified ``grpc.aio`` channel with its stubs."""
+
+    def __init__(
+        self,
+        target: Target,
+        bearer: Bearer,
+        options: ClientOptions,
+        info: ServerInfo,
+        channel: grpc.aio.Channel,
+    ) -> None:
+        super().__init__(target, bearer, options, info)
+        self.channel = channel
+        self.system = system_pb2_grpc.SystemServiceStub(channel)
+        self.runs = run_service_pb2_grpc.RunServiceStub(channel)
+        self.artifacts = artifacts_pb2_grpc.ArtifactServiceStub(channel)
+
+    async def close(self) -> None:
+        await self.channel.close(None)
+
+
+async def connect_async(
+    target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
+) -> AsyncConnection:
+    started = time.monotonic()
+    await preflight_async(
+        target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
+    )
+    bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
+    receive, send = _caps(options, None)
+    channel = _channel.async_channel(
+        target.endpoint, target.certificate, max_receive=receive, max_send=send
+    )
+    auth = (bearer.authorization_metadata(),)
+    try:
+        stub = system_pb2_grpc.SystemServiceStub(channel)
+
+        async def attempt() -> ServerInfo:
+            response = await stub.GetServerInfo(
+                system_pb2.GetServerInfoRequest(),
+                timeout=options.connect_timeout,
+                metadata=auth,
+                wait_for_ready=True,
+            )
+            return _convert.server_info(response.server_info)
+
+        info = await retry_async(attempt, options.retry, what="GetServerInfo")
+        verify_server_info(info, target)
+        new_receive, new_send = _caps(options, info)
+        if (new_receive, new_send) != (receive, send):
+            await channel.close(None)
+            channel = _channel.async_channel(
+                target.endpoint, target.certificate, max_receive=new_receive, max_send=new_send
+            )
+    except BaseException:
+        await channel.close(None)
+        raise
+    log.info(
+        "connected to %s instance=%s mode=%s in %.1f ms",
+        target.endpoint,
+        info.instance_id,
+        info.deployment_mode.name,
+        (time.monotonic() - started) * 1000,
+    )
+    return AsyncConnection(target, bearer, options, info, channel)
+
+
+async def retry_async(
+    attempt: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    what: str,
+) -> T:
+    """The async twin of :func:`retry_sync`."""
+    delays = policy.delays()
+    while True:
+        try:
+            return await attempt()
+        except grpc.RpcError as exc:
+            error = from_rpc_error(exc)
+            delay = next(delays, None) if is_retryable_code(error.code) else None
+            if delay is None:
+                raise error from None
+            log.info("%s unavailable; retrying in %.2f s", what, delay)
+            await asyncio.sleep(delay)
+
+
+async def call_mutation_async(
+    method: Callable[..., Awaitable[T]],
+    request: Message,
+    session: Session,
+    timeout: float | None,
+    *,
+    idempotency_key: str | None = None,
+) -> T:
+    """The async twin of :func:`call_mutation_sync`."""
+    try:
+        return await method(request, timeout=timeout, metadata=session.metadata())
+    except grpc.RpcError as exc:
+        raise from_rpc_error(exc, mutation=True, idempotency_key=idempotency_key) from None
+
+
+def wrap_unexpected(exc: BaseException) -> ColossusError:
+    """Turns an unexpected transport exception into a TransportError without details."""
+    return TransportError(f"transport failure: {type(exc).__name__}")

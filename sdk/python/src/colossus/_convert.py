@@ -1,0 +1,182 @@
+"""Translation between the generated messages and the public models."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import TypeVar
+
+from google.protobuf import timestamp_pb2
+
+from . import _models as m
+from .api.v1alpha1 import artifacts_pb2, runs_pb2, system_pb2
+
+_E = TypeVar("_E", bound=Enum)
+
+
+def _enum(cls: type[_E], value: int) -> _E:
+    try:
+        return cls(value)
+    except ValueError:
+        return cls(0)
+
+
+def _time(msg: timestamp_pb2.Timestamp, present: bool) -> datetime | None:
+    if not present:
+        return None
+    return datetime.fromtimestamp(msg.seconds + msg.nanos / 1e9, tz=timezone.utc)
+
+
+def server_info(pb: system_pb2.ServerInfo) -> m.ServerInfo:
+    lim = pb.limits
+    return m.ServerInfo(
+        instance_id=pb.instance_id,
+        api_package=pb.api_package,
+        api_version=pb.api_version,
+        api_major=pb.api_major,
+        deployment_mode=_enum(m.DeploymentMode, pb.deployment_mode),
+        capabilities=frozenset(pb.capabilities),
+        server_version=pb.server_version,
+        limits=m.Limits(
+            max_active_runs=lim.max_active_runs,
+            max_active_runs_per_application=lim.max_active_runs_per_application,
+            create_rate=m.TokenBucket(lim.create_rate.refill_per_second, lim.create_rate.burst),
+            create_rate_per_application=m.TokenBucket(
+                lim.create_rate_per_application.refill_per_second,
+                lim.create_rate_per_application.burst,
+            ),
+            max_watches=lim.max_watches,
+            max_watches_per_application=lim.max_watches_per_application,
+            max_concurrent_list_runs=lim.max_concurrent_list_runs,
+            max_concurrent_list_runs_per_application=lim.max_concurrent_list_runs_per_application,
+            max_connections=lim.max_connections,
+            max_concurrent_streams_per_connection=lim.max_concurrent_streams_per_connection,
+            max_request_bytes=lim.max_request_bytes,
+            max_response_bytes=lim.max_response_bytes,
+            max_header_bytes=lim.max_header_bytes,
+            max_events_per_run=lim.max_events_per_run,
+            reserved_lifecycle_events=lim.reserved_lifecycle_events,
+            max_input_parts=lim.max_input_parts,
+            max_input_bytes=lim.max_input_bytes,
+            max_turns=lim.max_turns,
+            default_max_turns=lim.default_max_turns,
+            max_list_page_size=lim.max_list_page_size,
+            max_list_status_filters=lim.max_list_status_filters,
+            max_artifact_bytes=lim.max_artifact_bytes,
+            max_artifact_chunk_bytes=lim.max_artifact_chunk_bytes,
+            handshake_timeout_seconds=lim.handshake_timeout.ToTimedelta().total_seconds(),
+            max_connection_age_seconds=lim.max_connection_age.ToTimedelta().total_seconds(),
+        ),
+    )
+
+
+def interaction(pb: runs_pb2.Interaction) -> m.Interaction:
+    kind = pb.WhichOneof("kind")
+    prompt = approval = None
+    if kind == "prompt":
+        prompt = m.Prompt(question=pb.prompt.question, choices=tuple(pb.prompt.choices))
+    elif kind == "approval":
+        target = pb.approval.WhichOneof("target")
+        approval = m.Approval(
+            action_class=_enum(m.ActionClass, pb.approval.action_class),
+            binding=pb.approval.binding,
+            display_category=pb.approval.display_category if target == "display_category" else None,
+            origin=pb.approval.origin if target == "origin" else None,
+        )
+    return m.Interaction(
+        interaction_id=pb.interaction_id,
+        prompt=prompt,
+        approval=approval,
+        create_time=_time(pb.create_time, pb.HasField("create_time")),
+    )
+
+
+def run_result(pb: runs_pb2.RunResult) -> m.RunResult:
+    return m.RunResult(
+        output_text=pb.output_text,
+        plan=m.PlanResult(pb.plan.plan_id, pb.plan.revision, _enum(m.PlanStatus, pb.plan.status))
+        if pb.HasField("plan")
+        else None,
+        research=m.ResearchResult(
+            report=pb.research.report,
+            citations=tuple(
+                m.Citation(_enum(m.EvidenceLane, c.lane), c.label, c.url)
+                for c in pb.research.citations
+            ),
+        )
+        if pb.HasField("research")
+        else None,
+        failure=m.RunFailure(pb.failure.code, pb.failure.message)
+        if pb.HasField("failure")
+        else None,
+    )
+
+
+def run(pb: runs_pb2.Run) -> m.Run:
+    return m.Run(
+        run_id=pb.run_id,
+        session_id=pb.session_id,
+        mode=_enum(m.RunMode, pb.mode),
+        role=pb.role,
+        status=_enum(m.RunStatus, pb.status),
+        last_sequence=pb.last_sequence,
+        create_time=_time(pb.create_time, pb.HasField("create_time")),
+        update_time=_time(pb.update_time, pb.HasField("update_time")),
+        idempotency_key=pb.idempotency_key,
+        end_user_id=pb.end_user_id if pb.HasField("end_user_id") else None,
+        max_turns=pb.max_turns,
+        pending_interaction=interaction(pb.pending_interaction)
+        if pb.HasField("pending_interaction")
+        else None,
+        result=run_result(pb.result) if pb.HasField("result") else None,
+    )
+
+
+def run_event(pb: runs_pb2.RunEvent) -> m.RunEvent:
+    kind = pb.WhichOneof("payload")
+    payload: m.EventPayload | None
+    if kind == "output_delta":
+        payload = m.OutputDelta(pb.output_delta.text)
+    elif kind == "status_changed":
+        payload = m.StatusChanged(
+            _enum(m.RunStatus, pb.status_changed.previous_status),
+            _enum(m.RunStatus, pb.status_changed.status),
+        )
+    elif kind == "tool_activity":
+        t = pb.tool_activity
+        payload = m.ToolActivity(
+            t.activity_id,
+            _enum(m.ActionClass, t.action_class),
+            t.display_category,
+            _enum(m.ToolActivityPhase, t.phase),
+        )
+    elif kind == "interaction_requested":
+        payload = m.InteractionRequested(interaction(pb.interaction_requested.interaction))
+    elif kind == "interaction_resolved":
+        r = pb.interaction_resolved
+        payload = m.InteractionResolved(
+            r.interaction_id, _enum(m.InteractionOutcome, r.outcome), r.choice
+        )
+    elif kind == "terminated":
+        payload = m.RunTerminated(
+            _enum(m.RunStatus, pb.terminated.status), run_result(pb.terminated.result)
+        )
+    else:
+        payload = None
+    return m.RunEvent(
+        run_id=pb.run_id,
+        sequence=pb.sequence,
+        event_time=_time(pb.event_time, pb.HasField("event_time")),
+        payload=payload,
+    )
+
+
+def artifact(pb: artifacts_pb2.Artifact) -> m.Artifact:
+    return m.Artifact(
+        artifact_id=pb.artifact_id,
+        media_type=pb.media_type,
+        size_bytes=pb.size_bytes,
+        sha256=pb.sha256,
+        display_name=pb.display_name,
+        create_time=_time(pb.create_time, pb.HasField("create_time")),
+    )

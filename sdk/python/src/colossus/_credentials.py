@@ -1,0 +1,82 @@
+"""Credential providers: where the bearer comes from (C8).
+
+The SDK asks its provider for the bearer only after the endpoint, certificate, pin and
+live handshake checks have passed (C5). Two providers ship: the OS credential store
+through ``keyring``, and an in-memory holder for tests and sidecars. There is no
+environment-variable or file provider on purpose.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from ._errors import CredentialError
+from ._transport._bearer import Bearer
+
+
+@runtime_checkable
+class CredentialProvider(Protocol):
+    """Returns the application's bearer when the SDK is ready to use it."""
+
+    def load_bearer(self) -> str:
+        """Returns the raw bearer. Raise any exception to abort the connection."""
+        ...
+
+
+class InMemoryCredentialProvider:
+    """Keeps a bearer in process memory only. Its ``repr`` never shows the value."""
+
+    __slots__ = ("_bearer",)
+
+    def __init__(self, bearer: str) -> None:
+        self._bearer = Bearer(bearer)
+
+    def load_bearer(self) -> str:
+        return self._bearer.reveal()
+
+    def __repr__(self) -> str:
+        return "InMemoryCredentialProvider(<redacted>)"
+
+
+class KeyringCredentialProvider:
+    """Reads the bearer from the OS credential store through ``keyring``.
+
+    ``service`` and ``username`` name the entry that enrolment wrote. A generic keyring
+    entry is a lookup namespace, not an application sandbox: on some platforms another
+    process of the same OS user can read an unlocked store. Applications that must resist
+    hostile same-user processes should supply their own platform-specific provider.
+    """
+
+    __slots__ = ("service", "username")
+
+    def __init__(self, service: str, username: str) -> None:
+        self.service = service
+        self.username = username
+
+    def load_bearer(self) -> str:
+        try:
+            import keyring
+            import keyring.errors
+        except ImportError:  # pragma: no cover - keyring is a dependency
+            raise CredentialError("the keyring package is not installed") from None
+        try:
+            value = keyring.get_password(self.service, self.username)
+        except keyring.errors.KeyringError as exc:
+            raise CredentialError(f"the OS credential store failed: {type(exc).__name__}") from None
+        if value is None:
+            raise CredentialError("no bearer is stored under this keyring service and username")
+        return str(value)
+
+    def __repr__(self) -> str:
+        return f"KeyringCredentialProvider(service={self.service!r}, username={self.username!r})"
+
+
+def load_bearer(provider: CredentialProvider) -> Bearer:
+    """Asks the provider and validates the grammar; never lets the value into an error."""
+    try:
+        raw = provider.load_bearer()
+    except CredentialError:
+        raise
+    except Exception as exc:
+        raise CredentialError(f"the credential provider failed: {type(exc).__name__}") from None
+    return Bearer(raw)

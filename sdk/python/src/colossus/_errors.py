@@ -1,0 +1,362 @@
+"""The one error hierarchy of the SDK, and the one place that maps gRPC failures to it.
+
+Every exception the SDK raises on purpose derives from :class:`ColossusError`. Errors that
+come from the worker carry the gRPC code, the ``ErrorInfo`` reason (without the
+``ERROR_REASON_`` prefix) and its metadata; errors raised locally carry ``code=None``.
+Nothing here ever formats a bearer: messages are built only from codes, reasons, metadata
+keys the contract declares non-secret, and the server's human-readable text.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+
+ERROR_DOMAIN: Final = "colossus.api.v1alpha1"
+_STATUS_DETAILS_KEY: Final = "grpc-status-details-bin"
+# A status-details blob larger than this is ignored rather than parsed.
+_MAX_DETAILS_BYTES: Final = 16 * 1024
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class ErrorReason(str, enum.Enum):
+    """Reasons the contract defines (``errors.proto``), without the ``ERROR_REASON_`` prefix.
+
+    ``ColossusError.reason`` is a plain string so that a reason added by a newer worker is
+    still visible; compare it with these members (they are ``str`` subclasses).
+    """
+
+    CREDENTIAL_MISSING = "CREDENTIAL_MISSING"
+    CREDENTIAL_INVALID = "CREDENTIAL_INVALID"
+    CREDENTIAL_NOT_ACTIVE = "CREDENTIAL_NOT_ACTIVE"
+    CREDENTIAL_REVOKED = "CREDENTIAL_REVOKED"
+    SCOPE_MISSING = "SCOPE_MISSING"
+    ROLE_NOT_GRANTED = "ROLE_NOT_GRANTED"
+    RUN_NOT_FOUND = "RUN_NOT_FOUND"
+    INTERACTION_NOT_FOUND = "INTERACTION_NOT_FOUND"
+    ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+    FIELD_INVALID = "FIELD_INVALID"
+    IDEMPOTENCY_KEY_INVALID = "IDEMPOTENCY_KEY_INVALID"
+    IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
+    INPUT_TOO_MANY_PARTS = "INPUT_TOO_MANY_PARTS"
+    INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
+    MAX_TURNS_OUT_OF_RANGE = "MAX_TURNS_OUT_OF_RANGE"
+    SKILLS_NOT_SUPPORTED = "SKILLS_NOT_SUPPORTED"
+    STATUS_FILTER_TOO_LARGE = "STATUS_FILTER_TOO_LARGE"
+    PAGE_TOKEN_INVALID = "PAGE_TOKEN_INVALID"
+    INTERACTION_ANSWER_MISMATCH = "INTERACTION_ANSWER_MISMATCH"
+    ARTIFACT_INTEGRITY_MISMATCH = "ARTIFACT_INTEGRITY_MISMATCH"
+    ARTIFACT_NOT_ACCEPTED = "ARTIFACT_NOT_ACCEPTED"
+    CAPABILITY_NOT_SUPPORTED = "CAPABILITY_NOT_SUPPORTED"
+    INTERACTION_ALREADY_RESOLVED = "INTERACTION_ALREADY_RESOLVED"
+    RUN_TERMINAL = "RUN_TERMINAL"
+    PLAN_REVISION_STALE = "PLAN_REVISION_STALE"
+    ACTIVE_RUN_LIMIT = "ACTIVE_RUN_LIMIT"
+    CREATE_RATE_LIMIT = "CREATE_RATE_LIMIT"
+    WATCH_LIMIT = "WATCH_LIMIT"
+    LIST_CONCURRENCY_LIMIT = "LIST_CONCURRENCY_LIMIT"
+    EVENT_LIMIT = "EVENT_LIMIT"
+    REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
+    ARTIFACT_TOO_LARGE = "ARTIFACT_TOO_LARGE"
+    UNAVAILABLE = "UNAVAILABLE"
+    JOURNAL_INTEGRITY = "JOURNAL_INTEGRITY"
+    INTERNAL = "INTERNAL"
+
+
+class ColossusError(Exception):
+    """Root of every error the SDK raises.
+
+    Attributes:
+        message: human-readable text; never branch on it.
+        code: the gRPC status code, or ``None`` when the SDK refused locally.
+        reason: the ``ErrorInfo`` reason, or a local reason token, or ``None``.
+        metadata: ``ErrorInfo`` metadata (``field``, ``limit``, ``scope``, ``capability``).
+        idempotency_key: the key of the ``CreateRun`` call that failed, when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: grpc.StatusCode | None = None,
+        reason: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.reason = reason
+        self.metadata: Mapping[str, str] = MappingProxyType(dict(metadata)) if metadata else _EMPTY
+        self.idempotency_key = idempotency_key
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.code is not None:
+            parts.append(f"code={self.code.name}")
+        if self.reason:
+            parts.append(f"reason={self.reason}")
+        if self.metadata:
+            parts.append(
+                "metadata=" + ",".join(f"{k}={v}" for k, v in sorted(self.metadata.items()))
+            )
+        if self.idempotency_key is not None:
+            parts.append(f"idempotency_key={self.idempotency_key}")
+        return " ".join(parts[:1]) + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+
+# --- connection and trust (C1-C6) -------------------------------------------------------
+
+
+class TrustError(ColossusError):
+    """The worker could not be shown to be the one this client was provisioned for."""
+
+
+class DescriptorError(TrustError):
+    """``endpoint.json`` (or a sidecar bootstrap reply) broke the descriptor rules (C1)."""
+
+
+class CertificateError(TrustError):
+    """``certificate.pem`` broke the certificate rules (C2)."""
+
+
+class PinMismatchError(TrustError):
+    """A certificate or instance ID disagreed with the provisioned identity (C3, C4)."""
+
+
+class TlsPolicyError(TrustError):
+    """The live handshake did not meet the TLS policy: TLS 1.3 only, exactly one leaf (C4)."""
+
+
+class IncompatibleServerError(TrustError):
+    """``GetServerInfo`` named another instance, package, major version or placement (C6)."""
+
+
+class CredentialError(ColossusError):
+    """The credential provider failed or returned a malformed bearer (C5, C8)."""
+
+
+# --- errors reported by the worker ------------------------------------------------------
+
+
+class ApiError(ColossusError):
+    """The worker refused the call with a definite status."""
+
+
+class AuthenticationError(ApiError):
+    """``UNAUTHENTICATED``: the bearer is missing, unknown, not active or revoked."""
+
+
+class PermissionDeniedError(ApiError):
+    """``PERMISSION_DENIED``: a scope or role is not in the application's grant."""
+
+
+class NotFoundError(ApiError):
+    """``NOT_FOUND``: the run, interaction or artifact is not visible to this application."""
+
+
+class InvalidArgumentError(ApiError):
+    """``INVALID_ARGUMENT``, or a request the SDK refused locally before sending it."""
+
+
+class IdempotencyConflictError(ApiError):
+    """``ALREADY_EXISTS``/``IDEMPOTENCY_CONFLICT``: the key was used for another request."""
+
+
+class FailedPreconditionError(ApiError):
+    """``FAILED_PRECONDITION``: the run or interaction is not in a state that allows this."""
+
+
+class CapabilityMissingError(FailedPreconditionError):
+    """The worker does not advertise a capability the call needs (S4).
+
+    Raised locally before sending, or mapped from ``CAPABILITY_NOT_SUPPORTED``. The
+    capability is in ``metadata["capability"]``.
+    """
+
+
+class ResourceExhaustedError(ApiError):
+    """``RESOURCE_EXHAUSTED``, or a message over a size cap refused locally (C7)."""
+
+
+class DataLossError(ApiError):
+    """``DATA_LOSS``: the worker's journal failed its integrity check."""
+
+
+class InternalServerError(ApiError):
+    """``INTERNAL`` or another server-side fault without a more specific meaning."""
+
+
+# --- transport, watch and protocol ------------------------------------------------------
+
+
+class TransportError(ColossusError):
+    """The call did not reach a definite answer: connection lost, unavailable, timed out."""
+
+
+class DeadlineExceededError(TransportError):
+    """The per-call timeout expired."""
+
+
+class WatchIdleTimeoutError(TransportError):
+    """A watch delivered no event for longer than its ``idle_timeout``."""
+
+
+class OutcomeUnknownError(ColossusError):
+    """A mutation failed in a way that leaves its effect unknown (S2).
+
+    The SDK never repeats it. For ``runs.create`` repeat the call with the same
+    ``idempotency_key`` (available on this error) to learn the outcome safely.
+    """
+
+
+class ProtocolViolationError(ColossusError):
+    """The worker broke the contract (altered replay, bad stream order, wrong digest...)."""
+
+
+class WatchGapError(ProtocolViolationError):
+    """A watch received a sequence beyond ``last_sequence + 1`` (S1)."""
+
+
+class ArtifactIntegrityError(ProtocolViolationError):
+    """Downloaded bytes do not match the artifact's declared size or SHA-256 (S6)."""
+
+
+class SidecarError(ColossusError):
+    """The sidecar worker failed to start, broke the bootstrap protocol or kept exiting."""
+
+
+class ClientClosedError(ColossusError):
+    """The client was used after ``close()``."""
+
+
+# --- mapping ----------------------------------------------------------------------------
+
+_BY_CODE: Mapping[grpc.StatusCode, type[ColossusError]] = {
+    grpc.StatusCode.UNAUTHENTICATED: AuthenticationError,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDeniedError,
+    grpc.StatusCode.NOT_FOUND: NotFoundError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgumentError,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidArgumentError,
+    grpc.StatusCode.ALREADY_EXISTS: ApiError,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPreconditionError,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhaustedError,
+    grpc.StatusCode.DATA_LOSS: DataLossError,
+    grpc.StatusCode.INTERNAL: InternalServerError,
+    grpc.StatusCode.UNIMPLEMENTED: ApiError,
+    grpc.StatusCode.ABORTED: ApiError,
+    grpc.StatusCode.UNAVAILABLE: TransportError,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceededError,
+    grpc.StatusCode.CANCELLED: TransportError,
+    grpc.StatusCode.UNKNOWN: TransportError,
+}
+
+_BY_REASON: Mapping[str, type[ColossusError]] = {
+    ErrorReason.IDEMPOTENCY_CONFLICT: IdempotencyConflictError,
+    ErrorReason.CAPABILITY_NOT_SUPPORTED: CapabilityMissingError,
+}
+
+# Codes after which a mutation may or may not have taken effect.
+_AMBIGUOUS_FOR_MUTATIONS: frozenset[grpc.StatusCode] = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.ABORTED,
+    }
+)
+
+
+def is_retryable_code(code: grpc.StatusCode | None) -> bool:
+    """Only ``UNAVAILABLE`` is retryable, and only for reads (``errors.proto``)."""
+    return code is grpc.StatusCode.UNAVAILABLE
+
+
+def decode_error_info(
+    trailing_metadata: object,
+) -> tuple[str | None, Mapping[str, str]]:
+    """Extracts the ``colossus.api.v1alpha1`` ErrorInfo from a status's trailing metadata.
+
+    Returns ``(None, {})`` when there is none or it cannot be decoded: the caller then
+    falls back to the gRPC code, as the contract asks.
+    """
+    blob: bytes | None = None
+    try:
+        for key, value in trailing_metadata or ():  # type: ignore[attr-defined]
+            if key == _STATUS_DETAILS_KEY and isinstance(value, bytes):
+                blob = value
+                break
+    except (TypeError, ValueError):
+        return None, _EMPTY
+    if blob is None or len(blob) > _MAX_DETAILS_BYTES:
+        return None, _EMPTY
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(blob)
+    except Exception:  # a malformed blob is treated as absent  # noqa: BLE001
+        return None, _EMPTY
+    for detail in status.details:
+        if not detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            continue
+        info = error_details_pb2.ErrorInfo()
+        if not detail.Unpack(info) or info.domain != ERROR_DOMAIN:
+            continue
+        return (info.reason or None), dict(info.metadata)
+    return None, _EMPTY
+
+
+def map_status(
+    code: grpc.StatusCode,
+    message: str,
+    trailing_metadata: object,
+    *,
+    mutation: bool = False,
+    idempotency_key: str | None = None,
+) -> ColossusError:
+    """Maps one failed call to the SDK's hierarchy. The single source of that mapping."""
+    reason, metadata = decode_error_info(trailing_metadata)
+    text = message or code.name.lower()
+    if mutation and code in _AMBIGUOUS_FOR_MUTATIONS:
+        return OutcomeUnknownError(
+            f"the outcome of the call is unknown: {text}",
+            code=code,
+            reason=reason,
+            metadata=metadata,
+            idempotency_key=idempotency_key,
+        )
+    cls = (_BY_REASON.get(reason) if reason else None) or _BY_CODE.get(code, ApiError)
+    return cls(text, code=code, reason=reason, metadata=metadata, idempotency_key=idempotency_key)
+
+
+def from_rpc_error(
+    error: grpc.RpcError,
+    *,
+    mutation: bool = False,
+    idempotency_key: str | None = None,
+) -> ColossusError:
+    """Maps a ``grpc.RpcError`` (sync) or ``grpc.aio.AioRpcError`` (async)."""
+    code_fn = getattr(error, "code", None)
+    code = code_fn() if callable(code_fn) else None
+    if not isinstance(code, grpc.StatusCode):
+        code = grpc.StatusCode.UNKNOWN
+    details_fn = getattr(error, "details", None)
+    details = details_fn() if callable(details_fn) else None
+    trailers_fn = getattr(error, "trailing_metadata", None)
+    trailers = trailers_fn() if callable(trailers_fn) else None
+    return map_status(
+        code,
+        details if isinstance(details, str) else "",
+        trailers,
+        mutation=mutation,
+        idempotency_key=idempotency_key,
+    )

@@ -1,0 +1,71 @@
+"""S3: follow ``next_page_token`` through short and empty pages, sync and async.
+
+``PageCursor`` is the shared, I/O-free part; the two pagers only fetch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+from ._errors import ProtocolViolationError
+from ._models import Run, RunPage
+
+
+class PageCursor:
+    """Tracks the continuation token and refuses a worker that stops making progress."""
+
+    __slots__ = ("done", "token")
+
+    def __init__(self) -> None:
+        self.token = ""
+        self.done = False
+
+    def accept(self, page: RunPage) -> None:
+        """Records one page. An empty page that repeats the same token would loop forever."""
+        if page.next_page_token and page.next_page_token == self.token and not page.runs:
+            raise ProtocolViolationError(
+                "ListRuns returned an empty page with the same continuation token",
+                reason="PAGE_NO_PROGRESS",
+            )
+        self.token = page.next_page_token
+        self.done = not page.next_page_token
+
+
+class RunPager:
+    """Iterates every matching run, fetching pages lazily. ``pages()`` yields whole pages."""
+
+    def __init__(self, fetch: Callable[[str], RunPage]) -> None:
+        self._fetch = fetch
+
+    def pages(self) -> Iterator[RunPage]:
+        cursor = PageCursor()
+        while not cursor.done:
+            page = self._fetch(cursor.token)
+            cursor.accept(page)
+            yield page
+
+    def __iter__(self) -> Iterator[Run]:
+        for page in self.pages():
+            yield from page.runs
+
+
+class AsyncRunPager:
+    """The async twin of :class:`RunPager`: ``async for run in pager``."""
+
+    def __init__(self, fetch: Callable[[str], Awaitable[RunPage]]) -> None:
+        self._fetch = fetch
+
+    async def pages(self) -> AsyncIterator[RunPage]:
+        cursor = PageCursor()
+        while not cursor.done:
+            page = await self._fetch(cursor.token)
+            cursor.accept(page)
+            yield page
+
+    async def _runs(self) -> AsyncIterator[Run]:
+        async for page in self.pages():
+            for run in page.runs:
+                yield run
+
+    def __aiter__(self) -> AsyncIterator[Run]:
+        return self._runs()

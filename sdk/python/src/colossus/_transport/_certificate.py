@@ -1,0 +1,89 @@
+"""Strict reader for the worker's leaf certificate (C2).
+
+Accepts exactly one PEM ``CERTIFICATE`` block and nothing else (no bundle, no key, no
+trailing text), whose certificate is an end-entity (BasicConstraints CA=false) with a
+P-256 key. The SHA-256 of its DER is the pin everything else is compared with.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from .._errors import CertificateError
+
+_PEM_RE: Final = re.compile(
+    rb"-----BEGIN CERTIFICATE-----\r?\n"
+    rb"((?:[A-Za-z0-9+/=]{1,76}\r?\n)+)"
+    rb"-----END CERTIFICATE-----(?:\r?\n)?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LeafCertificate:
+    """A validated leaf certificate."""
+
+    der: bytes
+    sha256: str
+    """Lower-case hex SHA-256 of ``der``: the pin."""
+
+    @property
+    def pem(self) -> bytes:
+        """A canonical PEM encoding of ``der``, used as the channel's only trust anchor."""
+        body = base64.encodebytes(self.der)
+        return b"-----BEGIN CERTIFICATE-----\n" + body + b"-----END CERTIFICATE-----\n"
+
+
+def sha256_hex(der: bytes) -> str:
+    """Lower-case hex SHA-256, the pin format."""
+    return hashlib.sha256(der).hexdigest()
+
+
+def parse_leaf_certificate(pem: bytes, *, endpoint_host: str | None = None) -> LeafCertificate:
+    """Validates one PEM leaf; with ``endpoint_host``, also requires an IP SAN for it."""
+    match = _PEM_RE.fullmatch(pem)
+    if match is None:
+        raise CertificateError(
+            "the certificate must be exactly one PEM CERTIFICATE block with nothing else"
+        )
+    try:
+        der = base64.b64decode(b"".join(match.group(1).split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise CertificateError("the certificate's base64 body is malformed") from None
+    return validate_leaf_der(der, endpoint_host=endpoint_host)
+
+
+def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCertificate:
+    """Checks a DER certificate: CA=false, P-256 key, loopback IP SAN when asked."""
+    try:
+        cert = x509.load_der_x509_certificate(der)
+    except ValueError:
+        raise CertificateError("the certificate is not valid DER X.509") from None
+    try:
+        constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        raise CertificateError("the certificate has no BasicConstraints extension") from None
+    except ValueError:
+        raise CertificateError("the certificate's extensions are malformed") from None
+    if constraints.ca:
+        raise CertificateError("the certificate is a CA certificate; a leaf is required")
+    key = cert.public_key()
+    if not isinstance(key, ec.EllipticCurvePublicKey) or not isinstance(key.curve, ec.SECP256R1):
+        raise CertificateError("the certificate key must be ECDSA P-256")
+    if endpoint_host is not None:
+        try:
+            san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        except x509.ExtensionNotFound:
+            raise CertificateError("the certificate has no subjectAltName") from None
+        wanted = ipaddress.ip_address(endpoint_host)
+        if wanted not in san.get_values_for_type(x509.IPAddress):
+            raise CertificateError("the certificate has no IP SAN for the endpoint address")
+    return LeafCertificate(der=der, sha256=sha256_hex(der))

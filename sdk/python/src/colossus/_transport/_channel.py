@@ -1,0 +1,59 @@
+"""gRPC channels whose only trust anchor is the pinned leaf, plus per-call metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import grpc
+import grpc.aio
+
+from ._certificate import LeafCertificate
+from ._descriptor import Endpoint
+
+USER_AGENT: Final = "colossus-sdk-python/0.1.0a1"
+# Bounds the request headers' size; far above what the SDK sends.
+_MAX_METADATA_BYTES: Final = 16 * 1024
+
+Metadata = tuple[tuple[str, str], ...]
+
+
+def channel_options(max_receive: int, max_send: int) -> Sequence[tuple[str, object]]:
+    """Options shared by the sync and async channels."""
+    return (
+        ("grpc.max_receive_message_length", max_receive),
+        ("grpc.max_send_message_length", max_send),
+        ("grpc.max_metadata_size", _MAX_METADATA_BYTES),
+        ("grpc.primary_user_agent", USER_AGENT),
+        # The SDK decides what may be retried; grpcio's transparent retries stay off.
+        ("grpc.enable_retries", 0),
+        # A channel never shares a connection with another channel of the process, so the
+        # connection this client uses is one it opened itself.
+        ("grpc.use_local_subchannel_pool", 1),
+    )
+
+
+def credentials(anchor: LeafCertificate) -> grpc.ChannelCredentials:
+    """TLS credentials trusting exactly the pinned leaf and nothing else.
+
+    With a CA=false self-signed leaf as the only root, grpcio accepts that certificate
+    alone: another key, a re-issued twin or a child signed by the leaf's key all fail the
+    handshake. The leaf's IP SAN matches the literal endpoint, so no name override is set.
+    """
+    return grpc.ssl_channel_credentials(root_certificates=anchor.pem)
+
+
+def sync_channel(
+    endpoint: Endpoint, anchor: LeafCertificate, *, max_receive: int, max_send: int
+) -> grpc.Channel:
+    return grpc.secure_channel(
+        endpoint.grpc_target, credentials(anchor), options=channel_options(max_receive, max_send)
+    )
+
+
+def async_channel(
+    endpoint: Endpoint, anchor: LeafCertificate, *, max_receive: int, max_send: int
+) -> grpc.aio.Channel:
+    return grpc.aio.secure_channel(
+        endpoint.grpc_target, credentials(anchor), options=channel_options(max_receive, max_send)
+    )

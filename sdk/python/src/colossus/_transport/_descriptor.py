@@ -1,0 +1,230 @@
+"""Strict readers for the daemon's discovery files (C1, C2) and the shared token grammars.
+
+The descriptor and the certificate file are readiness hints, never trust anchors: they
+are only accepted when they agree with the identity provisioned at enrolment (C3), which
+the caller passes in separately.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from .._errors import CertificateError, DescriptorError, PinMismatchError
+from ._certificate import LeafCertificate, parse_leaf_certificate
+
+ENDPOINT_FILE: Final = "endpoint.json"
+CERTIFICATE_FILE: Final = "certificate.pem"
+MAX_DESCRIPTOR_BYTES: Final = 4 * 1024
+MAX_CERTIFICATE_BYTES: Final = 16 * 1024
+API_VERSION: Final = "v1alpha1"
+
+_PIN_RE: Final = re.compile(r"[0-9a-f]{64}")
+_OPAQUE_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ENDPOINT_RE: Final = re.compile(r"https://(127\.0\.0\.1|\[::1\]):([1-9][0-9]{0,4})")
+_DESCRIPTOR_KEYS: Final = frozenset(
+    {"endpoint", "instance_id", "pid", "api_version", "certificate_sha256"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A literal loopback TLS endpoint."""
+
+    host: str
+    """``127.0.0.1`` or ``::1`` (no brackets)."""
+    port: int
+
+    @property
+    def grpc_target(self) -> str:
+        """The target string grpcio expects."""
+        return f"ipv6:[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Descriptor:
+    """A validated ``endpoint.json``."""
+
+    endpoint: Endpoint
+    instance_id: str
+    pid: int
+    api_version: str
+    certificate_sha256: str
+
+
+def is_pin(value: object) -> bool:
+    """True for 64 lower-case hex characters."""
+    return isinstance(value, str) and _PIN_RE.fullmatch(value) is not None
+
+
+def is_opaque_id(value: object) -> bool:
+    """True for 1-64 characters of ``[A-Za-z0-9_-]``."""
+    return isinstance(value, str) and _OPAQUE_ID_RE.fullmatch(value) is not None
+
+
+def parse_endpoint(value: object, *, error: type[Exception] = DescriptorError) -> Endpoint:
+    """Accepts exactly ``https://127.0.0.1:PORT`` or ``https://[::1]:PORT``."""
+    if not isinstance(value, str):
+        raise error("endpoint must be a string")
+    match = _ENDPOINT_RE.fullmatch(value)
+    if match is None:
+        raise error(
+            "endpoint must be https://127.0.0.1:PORT or https://[::1]:PORT with nothing else"
+        )
+    port = int(match.group(2))
+    if not 1 <= port <= 65535:
+        raise error("endpoint port is out of range")
+    host = "::1" if match.group(1) == "[::1]" else "127.0.0.1"
+    return Endpoint(host=host, port=port)
+
+
+def _reject_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DescriptorError(f"duplicate member {key!r}")
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> object:
+    raise DescriptorError(f"non-standard JSON constant {name}")
+
+
+def load_json_object(raw: bytes, *, what: str, error: type[Exception]) -> dict[str, object]:
+    """Decodes one strict JSON object: UTF-8, no duplicate keys, no NaN/Infinity."""
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(
+            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
+        )
+    except DescriptorError as exc:
+        raise error(f"{what}: {exc.message}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise error(f"{what} is not valid UTF-8 JSON") from None
+    if not isinstance(value, dict):
+        raise error(f"{what} must be a JSON object")
+    return value
+
+
+def parse_descriptor(raw: bytes) -> Descriptor:
+    """Validates the bytes of ``endpoint.json`` (C1)."""
+    if len(raw) > MAX_DESCRIPTOR_BYTES:
+        raise DescriptorError("endpoint.json is larger than 4 KiB")
+    obj = load_json_object(raw, what="endpoint.json", error=DescriptorError)
+    keys = set(obj)
+    if keys != _DESCRIPTOR_KEYS:
+        unknown = sorted(keys - _DESCRIPTOR_KEYS)
+        missing = sorted(_DESCRIPTOR_KEYS - keys)
+        raise DescriptorError(
+            f"endpoint.json members are wrong (unknown: {unknown}, missing: {missing})"
+        )
+    endpoint = parse_endpoint(obj["endpoint"])
+    instance_id = obj["instance_id"]
+    if not is_opaque_id(instance_id):
+        raise DescriptorError("instance_id must be 1-64 characters of [A-Za-z0-9_-]")
+    pid = obj["pid"]
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        raise DescriptorError("pid must be a positive integer")
+    if obj["api_version"] != API_VERSION:
+        raise DescriptorError(f"api_version must be {API_VERSION!r}")
+    pin = obj["certificate_sha256"]
+    if not is_pin(pin):
+        raise DescriptorError("certificate_sha256 must be 64 lower-case hex characters")
+    assert isinstance(instance_id, str) and isinstance(pin, str)  # noqa: S101 - narrowed above
+    return Descriptor(
+        endpoint=endpoint,
+        instance_id=instance_id,
+        pid=pid,
+        api_version=API_VERSION,
+        certificate_sha256=pin,
+    )
+
+
+def read_owner_only_file(path: Path, limit: int, error: type[Exception]) -> bytes:
+    """Reads a regular, owner-only file without following a final symbolic link."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise error(f"{path.name} does not exist") from None
+    except OSError:
+        raise error(f"{path.name} cannot be opened (or is a symbolic link)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path.name} is not a regular file")
+        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            raise error(f"{path.name} is not owned by the current user")
+        if info.st_mode & 0o077:
+            raise error(f"{path.name} is readable or writable by others (mode must be 0600)")
+        if info.st_size > limit:
+            raise error(f"{path.name} is larger than {limit} bytes")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, limit + 1 - total)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise error(f"{path.name} is larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def check_public_api_dir(directory: Path) -> None:
+    """The discovery folder must be a real directory owned by us and closed to others."""
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        raise DescriptorError("the public API directory does not exist") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise DescriptorError("the public API directory is not a directory")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise DescriptorError("the public API directory is not owned by the current user")
+    if info.st_mode & 0o077:
+        raise DescriptorError("the public API directory is open to others (mode must be 0700)")
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveredWorker:
+    """A descriptor and certificate that agree with each other and with the expectation."""
+
+    descriptor: Descriptor
+    certificate: LeafCertificate
+
+
+def discover(
+    public_api_dir: Path, *, expected_instance_id: str, expected_certificate_sha256: str
+) -> DiscoveredWorker:
+    """Reads and cross-checks the two discovery files against the provisioned identity.
+
+    The expected values come from the caller only (C3); nothing read here can change them.
+    """
+    check_public_api_dir(public_api_dir)
+    descriptor = parse_descriptor(
+        read_owner_only_file(public_api_dir / ENDPOINT_FILE, MAX_DESCRIPTOR_BYTES, DescriptorError)
+    )
+    if descriptor.certificate_sha256 != expected_certificate_sha256:
+        raise PinMismatchError("endpoint.json names a certificate other than the provisioned pin")
+    if descriptor.instance_id != expected_instance_id:
+        raise PinMismatchError("endpoint.json names an instance other than the provisioned one")
+    pem = read_owner_only_file(
+        public_api_dir / CERTIFICATE_FILE, MAX_CERTIFICATE_BYTES, CertificateError
+    )
+    certificate = parse_leaf_certificate(pem, endpoint_host=descriptor.endpoint.host)
+    if certificate.sha256 != expected_certificate_sha256:
+        raise PinMismatchError("certificate.pem does not hash to the provisioned pin")
+    return DiscoveredWorker(descriptor=descriptor, certificate=certificate)

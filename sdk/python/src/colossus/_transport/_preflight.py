@@ -1,0 +1,142 @@
+"""The TLS 1.3 pre-flight handshake that backs C4.
+
+grpcio's Python API cannot require TLS 1.3 and never shows the peer certificate, so
+before the channel is used (and before the bearer is loaded) the SDK opens its own
+connection to the same endpoint with Python's ``ssl`` module and checks what grpcio
+cannot:
+
+* the handshake negotiates TLS 1.3 (the context allows nothing else);
+* the presented chain is exactly one certificate;
+* that certificate's DER hashes to the provisioned pin, and the server proved
+  possession of its key (the handshake's CertificateVerify, checked by OpenSSL).
+
+The connection is then closed without sending application data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import socket
+import ssl
+from typing import Any
+
+from .._errors import PinMismatchError, TlsPolicyError, TransportError
+from ._certificate import LeafCertificate, sha256_hex
+from ._descriptor import Endpoint
+
+
+def _tls13_context(anchor: LeafCertificate) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.maximum_version = ssl.TLSVersion.TLSv1_3
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.check_hostname = True
+    context.load_verify_locations(cadata=anchor.pem.decode("ascii"))
+    context.set_alpn_protocols(["h2"])
+    return context
+
+
+def _presented_chain(tls: Any) -> list[bytes] | None:
+    """The chain exactly as the server sent it, or None when Python cannot tell.
+
+    Python 3.13 exposes ``get_unverified_chain()``; 3.10-3.12 carry the same method on
+    the private ``_sslobj`` of an ``SSLSocket`` / ``SSLObject``.
+    """
+    getter = getattr(tls, "get_unverified_chain", None)
+    if getter is None:
+        inner = getattr(tls, "_sslobj", None)
+        getter = getattr(inner, "get_unverified_chain", None)
+    if getter is None:
+        return None
+    chain = getter() or []
+    result: list[bytes] = []
+    for cert in chain:
+        if isinstance(cert, bytes):
+            result.append(cert)
+        else:
+            # _ssl.Certificate: public_bytes(format) with 1 = DER (ssl._ssl.ENCODING_DER)
+            result.append(cert.public_bytes(ssl._ssl.ENCODING_DER))  # type: ignore[attr-defined]
+    return result
+
+
+def _check_session(tls: Any, expected_pin: str) -> str:
+    version = tls.version()
+    if version != "TLSv1.3":
+        raise TlsPolicyError(f"the worker negotiated {version}, not TLS 1.3")
+    leaf = tls.getpeercert(binary_form=True)
+    if not leaf:
+        raise TlsPolicyError("the worker presented no certificate")
+    chain = _presented_chain(tls)
+    if chain is None:
+        raise TlsPolicyError(
+            "this Python cannot show the presented certificate chain, so it cannot be checked"
+        )
+    if len(chain) != 1:
+        raise TlsPolicyError(
+            f"the worker presented {len(chain)} certificates; exactly one leaf is allowed"
+        )
+    live_pin = sha256_hex(leaf)
+    if not hmac.compare_digest(live_pin, expected_pin) or sha256_hex(chain[0]) != live_pin:
+        raise PinMismatchError("the live certificate does not hash to the provisioned pin")
+    return live_pin
+
+
+def _classify(exc: BaseException) -> Exception:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return PinMismatchError("the live certificate is not the provisioned leaf")
+    if isinstance(exc, ssl.SSLError):
+        text = (exc.reason or "").upper() if isinstance(exc.reason, str) else ""
+        if "VERSION" in text or "PROTOCOL" in text:
+            return TlsPolicyError("the worker did not complete a TLS 1.3 handshake")
+        return TlsPolicyError(f"the TLS handshake failed ({exc.reason or 'unknown reason'})")
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return TransportError("the TLS pre-flight handshake timed out")
+    return TransportError(f"cannot reach the worker: {type(exc).__name__}")
+
+
+def preflight(
+    endpoint: Endpoint, expected_pin: str, anchor: LeafCertificate, timeout: float
+) -> str:
+    """Runs the check synchronously. Returns the live pin; raises TrustError subclasses."""
+    context = _tls13_context(anchor)
+    try:
+        with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as raw:
+            with context.wrap_socket(raw, server_hostname=endpoint.host) as tls:
+                return _check_session(tls, expected_pin)
+    except (PinMismatchError, TlsPolicyError):
+        raise
+    except (OSError, ssl.SSLError) as exc:
+        raise _classify(exc) from None
+
+
+async def preflight_async(
+    endpoint: Endpoint, expected_pin: str, anchor: LeafCertificate, timeout: float
+) -> str:
+    """The same check on the running event loop."""
+    context = _tls13_context(anchor)
+    writer: asyncio.StreamWriter | None = None
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(
+                endpoint.host,
+                endpoint.port,
+                ssl=context,
+                server_hostname=endpoint.host,
+                ssl_handshake_timeout=timeout,
+            ),
+            timeout,
+        )
+        tls = writer.get_extra_info("ssl_object") if writer is not None else None
+        return _check_session(tls, expected_pin)
+    except (PinMismatchError, TlsPolicyError):
+        raise
+    except (OSError, ssl.SSLError, asyncio.TimeoutError) as exc:
+        raise _classify(exc) from None
+    finally:
+        if writer is not None:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (OSError, ssl.SSLError):
+                pass

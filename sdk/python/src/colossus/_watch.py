@@ -1,0 +1,394 @@
+"""S1 watch drivers: the sync and async loops around :class:`WatchCore`.
+
+The drivers only move bytes: open a stream from the cursor, hand each event to the core,
+yield what it delivers, and on a failure or a clean close do what the core decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol
+
+import grpc
+import grpc.aio
+
+from . import _convert
+from ._connection import AsyncConnection, SyncConnection, retry_async, retry_sync
+from ._errors import (
+    ColossusError,
+    TransportError,
+    WatchIdleTimeoutError,
+    from_rpc_error,
+    is_retryable_code,
+)
+from ._models import Run, RunEvent
+from ._options import RetryPolicy
+from ._watch_core import CloseAction, Resume, Verdict, WatchCore
+from .api.v1alpha1 import run_service_pb2, runs_pb2
+
+log = logging.getLogger("colossus.watch")
+_EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class ReconnectInfo:
+    """Passed to ``on_reconnect`` before each reconnect."""
+
+    run_id: str
+    attempt: int
+    """1 for the first reconnect since the last delivered event."""
+    delay: float
+    """Seconds the watch waits before reconnecting."""
+    after_sequence: int
+    """The cursor the new stream starts after."""
+    cause: ColossusError | None
+    """The retryable failure, or ``None`` after a clean close of a still-running run."""
+
+
+OnReconnect = Callable[[ReconnectInfo], None]
+
+
+class SyncBackend(Protocol):
+    def connection(self) -> SyncConnection: ...
+
+
+class AsyncBackend(Protocol):
+    async def connection(self) -> AsyncConnection: ...
+
+
+def _is_terminal(event: runs_pb2.RunEvent) -> bool:
+    return event.WhichOneof("payload") == "terminated"
+
+
+def _reconnect_info(
+    core: WatchCore[Any], resume: Resume, cause: ColossusError | None
+) -> ReconnectInfo:
+    return ReconnectInfo(
+        run_id=core.run_id,
+        attempt=resume.attempt,
+        delay=resume.delay,
+        after_sequence=resume.after_sequence,
+        cause=cause,
+    )
+
+
+def _exhausted(cause: ColossusError | None) -> ColossusError:
+    if cause is not None:
+        return cause
+    return TransportError(
+        "the watch kept closing before the run ended", reason="WATCH_RECONNECTS_EXHAUSTED"
+    )
+
+
+class _IdleWatchdog:
+    """Cancels the current sync stream when no event arrived for ``idle`` seconds."""
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+        self.fired = False
+        self.last_activity = time.monotonic()
+        self._call: Any = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="colossus-watch-idle", daemon=True)
+        self._thread.start()
+
+    def arm(self, call: Any) -> None:
+        self._call = call
+        self.last_activity = time.monotonic()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            remaining = self.last_activity + self.idle - time.monotonic()
+            if remaining <= 0:
+                self.fired = True
+                if self._call is not None:
+                    self._call.cancel()
+                return
+            self._stop.wait(remaining)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+class Watch:
+    """A run's events, in order, each exactly once (S1). Iterate it; close it when done.
+
+    Use as a context manager, or call :meth:`close`. ``last_sequence`` is the cursor of
+    the last delivered event: another process can resume with
+    ``runs.watch(run_id, after_sequence=watch.last_sequence)``. Closing a watch never
+    cancels the run.
+    """
+
+    def __init__(
+        self,
+        backend: SyncBackend,
+        run_id: str,
+        *,
+        after_sequence: int,
+        policy: RetryPolicy,
+        on_reconnect: OnReconnect | None,
+        idle_timeout: float | None,
+    ) -> None:
+        self._backend = backend
+        self._core: WatchCore[runs_pb2.RunEvent] = WatchCore(run_id, after_sequence, policy)
+        self._policy = policy
+        self._on_reconnect = on_reconnect
+        self._idle_timeout = idle_timeout
+        self._call: Any = None
+        self._closed = False
+        self._iterator: Iterator[RunEvent] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self._core.run_id
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last delivered event (the resume cursor)."""
+        return self._core.last_sequence
+
+    def __iter__(self) -> Iterator[RunEvent]:
+        if self._iterator is None:
+            self._iterator = self._events()
+        return self._iterator
+
+    def __next__(self) -> RunEvent:
+        return next(iter(self))
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stops the stream. The run keeps going."""
+        self._closed = True
+        call = self._call
+        if call is not None:
+            call.cancel()
+        if self._iterator is not None:
+            self._iterator.close()  # type: ignore[attr-defined]
+
+    def _get_run(self) -> Run:
+        def attempt() -> Run:
+            conn = self._backend.connection()
+            response = conn.runs.GetRun(
+                run_service_pb2.GetRunRequest(run_id=self._core.run_id),
+                timeout=conn.options.timeout,
+                metadata=conn.metadata(),
+            )
+            return _convert.run(response.run)
+
+        return retry_sync(attempt, self._policy, what="GetRun")
+
+    def _pause(self, resume: Resume | None, cause: ColossusError | None) -> None:
+        if resume is None:
+            raise _exhausted(cause)
+        info = _reconnect_info(self._core, resume, cause)
+        log.info(
+            "watch %s reconnecting after sequence %d (attempt %d, %.2f s)",
+            info.run_id,
+            info.after_sequence,
+            info.attempt,
+            info.delay,
+        )
+        if self._on_reconnect is not None:
+            self._on_reconnect(info)
+        time.sleep(resume.delay)
+
+    def _events(self) -> Iterator[RunEvent]:
+        core = self._core
+        watchdog = _IdleWatchdog(self._idle_timeout) if self._idle_timeout else None
+        try:
+            while not self._closed:
+                conn = self._backend.connection()
+                call: Any = conn.runs.WatchRun(
+                    run_service_pb2.WatchRunRequest(
+                        run_id=core.run_id, after_sequence=core.last_sequence
+                    ),
+                    metadata=conn.metadata(),
+                )
+                self._call = call
+                if watchdog is not None:
+                    watchdog.arm(call)
+                try:
+                    for response in call:
+                        event = response.event
+                        if watchdog is not None:
+                            watchdog.last_activity = time.monotonic()
+                        verdict = core.on_event(
+                            event.run_id, event.sequence, event, terminal=_is_terminal(event)
+                        )
+                        if verdict is Verdict.DELIVER:
+                            yield _convert.run_event(event)
+                except grpc.RpcError as exc:
+                    if watchdog is not None and watchdog.fired:
+                        raise WatchIdleTimeoutError(
+                            f"no event for {self._idle_timeout} s", reason="WATCH_IDLE_TIMEOUT"
+                        ) from None
+                    if self._closed:
+                        return
+                    error = from_rpc_error(exc)
+                    if not is_retryable_code(error.code):
+                        raise error from None
+                    self._pause(core.on_retryable_failure(), error)
+                    continue
+                finally:
+                    self._call = None
+                    call.cancel()
+                if self._closed:
+                    return
+                # A clean close proves nothing until GetRun agrees (S1).
+                if core.on_clean_close(self._get_run()) is CloseAction.COMPLETE:
+                    return
+                self._pause(core.on_retryable_failure(), None)
+        finally:
+            if watchdog is not None:
+                watchdog.stop()
+
+
+class AsyncWatch:
+    """The async twin of :class:`Watch`: ``async for event in watch``."""
+
+    def __init__(
+        self,
+        backend: AsyncBackend,
+        run_id: str,
+        *,
+        after_sequence: int,
+        policy: RetryPolicy,
+        on_reconnect: OnReconnect | None,
+        idle_timeout: float | None,
+    ) -> None:
+        self._backend = backend
+        self._core: WatchCore[runs_pb2.RunEvent] = WatchCore(run_id, after_sequence, policy)
+        self._policy = policy
+        self._on_reconnect = on_reconnect
+        self._idle_timeout = idle_timeout
+        self._call: Any = None
+        self._closed = False
+        self._iterator: AsyncIterator[RunEvent] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self._core.run_id
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last delivered event (the resume cursor)."""
+        return self._core.last_sequence
+
+    def __aiter__(self) -> AsyncIterator[RunEvent]:
+        if self._iterator is None:
+            self._iterator = self._events()
+        return self._iterator
+
+    async def __anext__(self) -> RunEvent:
+        return await self.__aiter__().__anext__()
+
+    async def __aenter__(self) -> AsyncWatch:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stops the stream. The run keeps going."""
+        self._closed = True
+        call = self._call
+        if call is not None:
+            call.cancel()
+        if self._iterator is not None:
+            await self._iterator.aclose()  # type: ignore[attr-defined]
+
+    async def _get_run(self) -> Run:
+        async def attempt() -> Run:
+            conn = await self._backend.connection()
+            response = await conn.runs.GetRun(
+                run_service_pb2.GetRunRequest(run_id=self._core.run_id),
+                timeout=conn.options.timeout,
+                metadata=conn.metadata(),
+            )
+            return _convert.run(response.run)
+
+        return await retry_async(attempt, self._policy, what="GetRun")
+
+    async def _pause(self, resume: Resume | None, cause: ColossusError | None) -> None:
+        if resume is None:
+            raise _exhausted(cause)
+        info = _reconnect_info(self._core, resume, cause)
+        log.info(
+            "watch %s reconnecting after sequence %d (attempt %d, %.2f s)",
+            info.run_id,
+            info.after_sequence,
+            info.attempt,
+            info.delay,
+        )
+        if self._on_reconnect is not None:
+            self._on_reconnect(info)
+        await asyncio.sleep(resume.delay)
+
+    async def _events(self) -> AsyncIterator[RunEvent]:
+        core = self._core
+        idle = self._idle_timeout
+        while not self._closed:
+            conn = await self._backend.connection()
+            call: Any = conn.runs.WatchRun(
+                run_service_pb2.WatchRunRequest(
+                    run_id=core.run_id, after_sequence=core.last_sequence
+                ),
+                metadata=conn.metadata(),
+            )
+            self._call = call
+            try:
+                while True:
+                    if idle:
+                        try:
+                            response = await asyncio.wait_for(call.read(), idle)
+                        except asyncio.TimeoutError:
+                            raise WatchIdleTimeoutError(
+                                f"no event for {idle} s", reason="WATCH_IDLE_TIMEOUT"
+                            ) from None
+                    else:
+                        response = await call.read()
+                    if response is _EOF:
+                        break
+                    event = response.event
+                    verdict = core.on_event(
+                        event.run_id, event.sequence, event, terminal=_is_terminal(event)
+                    )
+                    if verdict is Verdict.DELIVER:
+                        yield _convert.run_event(event)
+            except grpc.RpcError as exc:
+                if self._closed:
+                    return
+                error = from_rpc_error(exc)
+                if not is_retryable_code(error.code):
+                    raise error from None
+                await self._pause(core.on_retryable_failure(), error)
+                continue
+            finally:
+                self._call = None
+                call.cancel()
+            if self._closed:
+                return
+            if core.on_clean_close(await self._get_run()) is CloseAction.COMPLETE:
+                return
+            await self._pause(core.on_retryable_failure(), None)

@@ -1,0 +1,165 @@
+"""The watch state machine (S1), with no I/O.
+
+The sync and async drivers feed it what the stream does; it answers what to do next.
+It keeps only the cursor, a bounded window of recently delivered events (to tell an exact
+replay from an altered one), and a reconnect budget, so memory is constant however long
+the run is.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ._errors import ProtocolViolationError, WatchGapError
+from ._models import Run
+from ._options import RetryPolicy
+
+REPLAY_WINDOW = 1024
+"""How many delivered events are remembered for replay comparison."""
+
+C = TypeVar("C", bound=Hashable)
+
+
+class Verdict(enum.Enum):
+    """What the driver does with one received event."""
+
+    DELIVER = 1
+    DROP = 2
+
+
+class CloseAction(enum.Enum):
+    """What the driver does after ``GetRun`` reconciled a clean close."""
+
+    COMPLETE = 1
+    RESUME = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Reconnect after ``delay`` seconds with ``after_sequence``."""
+
+    delay: float
+    after_sequence: int
+    attempt: int
+
+
+class WatchCore(Generic[C]):
+    """Dedup, gap detection, clean-close reconciliation and the reconnect budget.
+
+    ``content`` is any equality-comparable value standing for an event's full content
+    (the driver passes the decoded message, whose ``==`` compares every field).
+    """
+
+    __slots__ = (
+        "_attempt",
+        "_delays",
+        "_policy",
+        "_recent",
+        "_recent_index",
+        "_terminal_sequence",
+        "last_sequence",
+        "run_id",
+    )
+
+    def __init__(self, run_id: str, after_sequence: int, policy: RetryPolicy) -> None:
+        self.run_id = run_id
+        self.last_sequence = after_sequence
+        self._policy = policy
+        self._recent: deque[tuple[int, C]] = deque(maxlen=REPLAY_WINDOW)
+        self._recent_index: dict[int, C] = {}
+        self._terminal_sequence: int | None = None
+        self._attempt = 0
+        self._delays: Iterator[float] = policy.delays()
+
+    @property
+    def finished_stream(self) -> bool:
+        """True once the terminal event was delivered."""
+        return self._terminal_sequence is not None
+
+    def on_event(self, run_id: str, sequence: int, content: C, *, terminal: bool) -> Verdict:
+        """Classifies one received event; raises on a contract violation."""
+        if run_id != self.run_id:
+            raise ProtocolViolationError(
+                "the watch delivered an event of another run", reason="WATCH_WRONG_RUN"
+            )
+        if sequence <= self.last_sequence:
+            seen = self._recent_index.get(sequence)
+            if seen is None:
+                if sequence < 1 or self._recent or self.last_sequence == 0:
+                    raise ProtocolViolationError(
+                        f"the watch replayed sequence {sequence}, which cannot be verified",
+                        reason="WATCH_REPLAY_UNVERIFIABLE",
+                    )
+                # Resumed from a caller-supplied cursor: nothing delivered yet to compare.
+                raise ProtocolViolationError(
+                    f"the watch sent sequence {sequence} at or before the cursor "
+                    f"{self.last_sequence}",
+                    reason="WATCH_BEFORE_CURSOR",
+                )
+            if seen != content:
+                raise ProtocolViolationError(
+                    f"the watch replayed sequence {sequence} with different content",
+                    reason="WATCH_REPLAY_ALTERED",
+                )
+            return Verdict.DROP
+        if self._terminal_sequence is not None:
+            raise ProtocolViolationError(
+                "the watch sent an event after the terminal event", reason="WATCH_AFTER_TERMINAL"
+            )
+        if sequence != self.last_sequence + 1:
+            raise WatchGapError(
+                f"the watch skipped from sequence {self.last_sequence} to {sequence}",
+                reason="WATCH_GAP",
+                metadata={"expected": str(self.last_sequence + 1), "received": str(sequence)},
+            )
+        if len(self._recent) == REPLAY_WINDOW:
+            old_sequence, _ = self._recent[0]
+            del self._recent_index[old_sequence]
+        self._recent.append((sequence, content))
+        self._recent_index[sequence] = content
+        self.last_sequence = sequence
+        if terminal:
+            self._terminal_sequence = sequence
+        # Progress refills the reconnect budget.
+        self._attempt = 0
+        self._delays = self._policy.delays()
+        return Verdict.DELIVER
+
+    def on_retryable_failure(self) -> Resume | None:
+        """A retryable transport failure: the next reconnect, or ``None`` when exhausted."""
+        delay = next(self._delays, None)
+        if delay is None:
+            return None
+        self._attempt += 1
+        return Resume(delay=delay, after_sequence=self.last_sequence, attempt=self._attempt)
+
+    def on_clean_close(self, run: Run) -> CloseAction:
+        """Reconciles a stream that ended with OK against ``GetRun`` (S1).
+
+        Complete only when the same run is terminal exactly at the delivered cursor; resume
+        when it is still running and has not gone backwards; fail otherwise.
+        """
+        if run.run_id != self.run_id:
+            raise ProtocolViolationError(
+                "GetRun returned another run while reconciling a watch",
+                reason="WATCH_RECONCILE_MISMATCH",
+            )
+        if run.status.is_terminal:
+            if run.last_sequence == self.last_sequence:
+                return CloseAction.COMPLETE
+            raise ProtocolViolationError(
+                f"the watch closed at sequence {self.last_sequence} but the run ended at "
+                f"{run.last_sequence}",
+                reason="WATCH_RECONCILE_MISMATCH",
+                metadata={"delivered": str(self.last_sequence), "run": str(run.last_sequence)},
+            )
+        if run.last_sequence < self.last_sequence or self._terminal_sequence is not None:
+            raise ProtocolViolationError(
+                "the run's state contradicts the events the watch delivered",
+                reason="WATCH_RECONCILE_MISMATCH",
+            )
+        return CloseAction.RESUME
