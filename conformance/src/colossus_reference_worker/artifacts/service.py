@@ -1,8 +1,8 @@
 """``ArtifactService``: caller-owned chunked upload and download.
 
-Authentication and the scope check (``artifacts:write`` / ``artifacts:read``)
-happen in the server's request pipeline before these methods run; the
-handler asks ``principal()`` who is calling. Every artifact is visible only to
+Calls go through the shared request pipeline (hooks, authentication, the
+``artifacts:write`` / ``artifacts:read`` scope check, bounded message reads)
+exactly like the RunService handlers. Every artifact is visible only to
 the application that uploaded it: another application's ID is answered
 exactly like an unknown one, with ``ARTIFACT_NOT_FOUND``.
 """
@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator, Callable
+import struct
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import betterproto2
+import grpclib.const
 from grpclib.const import Status
+from grpclib.server import Stream
 
 from .._gen.colossus.api.v1alpha1 import (
     Artifact,
-    ArtifactServiceBase,
     DownloadArtifactRequest,
     DownloadArtifactResponse,
     UploadArtifactRequest,
     UploadArtifactResponse,
 )
-from ..config import IMAGE_INPUT_CAPABILITY, Limits
+from ..codec import read_request
+from ..config import IMAGE_INPUT_CAPABILITY
 from ..credentials import Principal
 from ..errors import ApiError, invalid
 from .store import (
@@ -88,20 +92,84 @@ def check_input_artifact(
     return meta
 
 
-class ArtifactService(ArtifactServiceBase):
-    """grpclib handler over an :class:`ArtifactStore`."""
+if TYPE_CHECKING:
+    from ..handlers.pipeline import Pipeline
 
-    def __init__(
-        self, store: ArtifactStore, limits: Limits, principal: Callable[[], Principal]
-    ) -> None:
+_PREFIX = "/colossus.api.v1alpha1.ArtifactService/"
+
+
+async def _messages(
+    stream: Stream[Any, Any], max_bytes: int
+) -> AsyncIterator[UploadArtifactRequest]:
+    """Each request message of a client stream, every frame bounded by ``max_bytes``."""
+    raw = stream._stream  # the same prefix-level access as codec.read_request
+    while True:
+        meta = await raw.recv_data(5)
+        if not meta:
+            return
+        if len(meta) < 5:
+            raise invalid("request", "the request message is truncated")
+        compressed, length = struct.unpack(">?I", meta)
+        if compressed:
+            raise ApiError(Status.UNIMPLEMENTED, "FIELD_INVALID",
+                           "compressed messages are not supported", {"field": "request"})
+        if length > max_bytes:
+            raise ApiError(
+                Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
+                f"the request exceeds {max_bytes} bytes", {"limit": "max_request_bytes"},
+            )
+        data = await raw.recv_data(length)
+        if len(data) != length:
+            raise invalid("request", "the request message is truncated")
+        try:
+            yield UploadArtifactRequest.parse(data)
+        except Exception:
+            raise invalid("request", "the request is not a valid protobuf message") from None
+
+
+class ArtifactService:
+    """grpclib handler over an :class:`ArtifactStore`, wired like the other services."""
+
+    def __init__(self, pipeline: Pipeline, store: ArtifactStore) -> None:
+        self._pipeline = pipeline
         self._store = store
-        self._limits = limits
-        self._principal = principal
+        self._limits = pipeline.config.limits
 
-    async def upload_artifact(
-        self, messages: AsyncIterator[UploadArtifactRequest]
+    # --- wiring ----------------------------------------------------------------
+
+    async def _upload_rpc(self, stream: Stream[Any, Any]) -> None:
+        method = "ArtifactService/UploadArtifact"
+        hooks = self._pipeline.hooks
+        with self._pipeline.errors(method):
+            caller = self._pipeline.authenticate(stream, method)
+            await hooks.before_unary(method)
+            reply = await self.upload(
+                caller, _messages(stream, self._limits.max_request_bytes))
+            await hooks.after_unary_commit(method)
+        await stream.send_message(reply)
+
+    async def _download_rpc(self, stream: Stream[Any, Any]) -> None:
+        max_bytes = self._limits.max_request_bytes
+        await self._pipeline.server_stream(
+            stream, "ArtifactService/DownloadArtifact",
+            lambda s: read_request(s, DownloadArtifactRequest, max_bytes), self.download)
+
+    def __mapping__(self) -> dict[str, grpclib.const.Handler]:
+        return {
+            _PREFIX + "UploadArtifact": grpclib.const.Handler(
+                self._upload_rpc, grpclib.const.Cardinality.STREAM_UNARY,
+                UploadArtifactRequest, UploadArtifactResponse),
+            _PREFIX + "DownloadArtifact": grpclib.const.Handler(
+                self._download_rpc, grpclib.const.Cardinality.UNARY_STREAM,
+                DownloadArtifactRequest, DownloadArtifactResponse),
+        }
+
+    # --- handlers ------------------------------------------------------------------
+
+    async def upload(
+        self, caller: Principal, messages: AsyncIterator[UploadArtifactRequest]
     ) -> UploadArtifactResponse:
-        caller = self._principal()
+        """Store one upload for ``caller``; nothing is kept unless it verifies."""
         upload = None
         cap = self._limits.max_artifact_chunk_bytes
         try:
@@ -148,10 +216,10 @@ class ArtifactService(ArtifactServiceBase):
                 upload.abort()  # no-op after a successful commit
         return UploadArtifactResponse(artifact=to_proto(meta))
 
-    async def download_artifact(
-        self, message: DownloadArtifactRequest
+    async def download(
+        self, caller: Principal, message: DownloadArtifactRequest
     ) -> AsyncIterator[DownloadArtifactResponse]:
-        caller = self._principal()
+        """Metadata first, then the bytes in chunks of ``max_artifact_chunk_bytes``."""
         artifact_id = message.artifact_id
         if not artifact_id:
             raise invalid("artifact_id", "artifact_id is required")
