@@ -1,0 +1,103 @@
+"""Worker configuration: where state lives, how the worker is placed, its limits."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+API_PACKAGE = "colossus.api.v1alpha1"
+API_VERSION = "v1alpha1"
+API_MAJOR = 1
+
+SCOPES = (
+    "runs:execute",
+    "runs:read",
+    "runs:control",
+    "prompts:respond",
+    "approvals:respond",
+    "artifacts:read",
+    "artifacts:write",
+)
+
+DEFAULT_CAPABILITIES = ("artifacts", "attachments.text", "delegation", "plans.continue", "research")
+IMAGE_INPUT_CAPABILITY = "attachments.image_input"
+
+
+@dataclass(kw_only=True)
+class Limits:
+    """Every limit the worker enforces and advertises (W11). Values are inclusive."""
+
+    max_active_runs: int = 32
+    max_active_runs_per_application: int = 8
+    create_rate_per_second: int = 4
+    create_rate_burst: int = 16
+    create_rate_per_application_per_second: int = 1
+    create_rate_per_application_burst: int = 4
+    max_watches: int = 64
+    max_watches_per_application: int = 8
+    max_concurrent_list_runs: int = 4
+    max_concurrent_list_runs_per_application: int = 1
+    max_connections: int = 128
+    max_concurrent_streams_per_connection: int = 128
+    max_request_bytes: int = 2 * 1024 * 1024
+    max_response_bytes: int = 4 * 1024 * 1024
+    max_header_bytes: int = 16 * 1024
+    max_events_per_run: int = 4096
+    reserved_lifecycle_events: int = 3
+    max_input_parts: int = 128
+    max_input_bytes: int = 1024 * 1024
+    max_turns: int = 100
+    default_max_turns: int = 20
+    max_list_page_size: int = 3
+    max_list_status_filters: int = 9
+    max_artifact_bytes: int = 64 * 1024 * 1024
+    max_artifact_chunk_bytes: int = 256 * 1024
+    handshake_timeout_seconds: float = 5.0
+    max_connection_age_seconds: float = 900.0
+    # Not advertised: internal bounds of one ListRuns call (W9).
+    list_scan_budget: int = 64
+    list_batch_size: int = 8
+    # Largest total of released output text per run.
+    max_output_bytes: int = 1024 * 1024
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    def override(self, name: str, raw: str) -> None:
+        """Apply ``name=raw`` from the command line; raises ``ValueError``."""
+        if name not in self.names():
+            raise ValueError(f"unknown limit {name!r}")
+        current = getattr(self, name)
+        value: float | int = float(raw) if isinstance(current, float) else int(raw)
+        if value <= 0:
+            raise ValueError(f"limit {name!r} must be positive")
+        setattr(self, name, value)
+
+
+@dataclass(kw_only=True)
+class WorkerConfig:
+    """How one worker instance runs."""
+
+    state_dir: Path
+    """Private folder (0700) holding the TLS seed, keys and the journal."""
+    public_api_dir: Path | None = None
+    """Folder (0700) for ``endpoint.json`` and ``certificate.pem``; ``None``: none written."""
+    host: str = "127.0.0.1"
+    """Loopback literal to listen on: ``127.0.0.1`` or ``::1``."""
+    port: int = 0
+    """TCP port; 0 reuses the previous port when free, else picks one."""
+    deployment_mode: str = "SHARED_DAEMON"
+    """``SHARED_DAEMON`` or ``SIDECAR``."""
+    enable_image_input: bool = False
+    """Advertise and accept ``attachments.image_input``."""
+    allow_crash_step: bool = False
+    """Honour the script step ``crash`` (kills the worker; tests only)."""
+    limits: Limits = field(default_factory=Limits)
+
+    def capabilities(self, artifacts_available: bool) -> list[str]:
+        caps = [c for c in DEFAULT_CAPABILITIES if c != "artifacts" or artifacts_available]
+        if self.enable_image_input:
+            caps.append(IMAGE_INPUT_CAPABILITY)
+        return sorted(caps)

@@ -1,0 +1,1 @@
+"""The run engine: state machine, idempotency, owner index, watches and limits."""

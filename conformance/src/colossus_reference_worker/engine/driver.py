@@ -1,0 +1,167 @@
+"""Drives one run's executor and records what it does (the RunContext)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JournalIntegrityError
+from ..runtime.executor import Executor, RunCancelled, RunFailed, WorkerCrash
+from .model import TERMINAL, Event
+from .runs import EventLimitReached, now_us
+
+if TYPE_CHECKING:
+    from .engine import RunEngine
+
+log = logging.getLogger(__name__)
+
+
+class RunDriver:
+    """One live run: its executor task, its cancel flag and its pending answer."""
+
+    def __init__(self, engine: RunEngine, creation: dict[str, Any], output_so_far: str) -> None:
+        self.engine = engine
+        self.creation = creation
+        self.run_id: str = creation["run_id"]
+        self.executor = Executor(creation, output_so_far)
+        self.cancel_requested = False
+        self.wake = asyncio.Event()
+        self.answer: asyncio.Future[Any] | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    # --- engine side ------------------------------------------------------------------
+
+    def start(self, start_pc: int) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._main(start_pc))
+
+    def request_cancel(self) -> None:
+        self.cancel_requested = True
+        self.wake.set()
+        if self.answer is not None and not self.answer.done():
+            self.answer.set_exception(RunCancelled())
+
+    def deliver(self, answer: Any) -> None:
+        if self.answer is not None and not self.answer.done():
+            self.answer.set_result(answer)
+
+    # --- RunContext ---------------------------------------------------------------------
+
+    def _append(self, event: Event, pc: int | None = None, private: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
+        if self.cancel_requested:
+            raise RunCancelled()
+        return self.engine.append(self.run_id, event, pc=pc, private=private)
+
+    async def set_status(self, status: str, pc: int | None = None) -> None:
+        state = self.engine.state_of(self.run_id)
+        self._append({"type": "status", "previous": state["status"], "status": status}, pc)
+
+    async def output(self, text: str, pc: int | None) -> None:
+        state = self.engine.state_of(self.run_id)
+        if state["output_bytes"] + len(text.encode()) > self.engine.limits.max_output_bytes:
+            raise RunFailed("output_limit", "the run released more text than allowed")
+        self._append({"type": "output", "text": text}, pc)
+        await asyncio.sleep(0)
+
+    async def tool(self, activity_id: str, action_class: str, category: str, phase: str,
+                   pc: int | None) -> None:
+        self._append({"type": "tool", "activity_id": activity_id, "action_class": action_class,
+                      "display_category": category, "phase": phase}, pc)
+        await asyncio.sleep(0)
+
+    async def _ask(self, interaction: dict[str, Any], pc: int, private: dict[str, Any]) -> Any:
+        state = self.engine.state_of(self.run_id)
+        interaction["id"] = f"ix_{state['last_sequence'] + 2}"
+        interaction["create_time"] = now_us()
+        self._append({"type": "status", "previous": state["status"],
+                      "status": "WAITING_FOR_INPUT"}, pc)
+        loop = asyncio.get_running_loop()
+        self.answer = loop.create_future()
+        self.engine.append(self.run_id, {"type": "interaction_requested",
+                                         "interaction": interaction}, pc=pc, private=private)
+        try:
+            return await self.answer
+        finally:
+            self.answer = None
+
+    async def prompt(self, question: str, choices: tuple[str, ...], pc: int) -> str:
+        answer = await self._ask(
+            {"kind": "prompt", "question": question, "choices": list(choices)}, pc, {}
+        )
+        return str(answer)
+
+    async def approval(self, action_class: str, category: str, origin: str, tool: str,
+                       pc: int) -> bool:
+        interaction: dict[str, Any] = {
+            "kind": "approval", "action_class": action_class,
+            "binding": "bnd_" + secrets.token_urlsafe(24),
+        }
+        if origin:
+            interaction["origin"] = origin
+        else:
+            interaction["display_category"] = category
+        return bool(await self._ask(interaction, pc, {"tool": tool}))
+
+    async def sleep(self, seconds: float | None) -> None:
+        if self.cancel_requested:
+            raise RunCancelled()
+        try:
+            await asyncio.wait_for(self.wake.wait(), seconds)
+        except asyncio.TimeoutError:
+            return
+        if self.cancel_requested:
+            raise RunCancelled()
+
+    def crash_allowed(self) -> bool:
+        return self.engine.config.allow_crash_step
+
+    # --- the task -----------------------------------------------------------------------
+
+    async def _main(self, start_pc: int) -> None:
+        try:
+            try:
+                if self.engine.state_of(self.run_id)["status"] == "QUEUED":
+                    await self.set_status("RUNNING", pc=start_pc)
+                result = await self.executor.run(self, start_pc)
+                self._finish("SUCCEEDED", result)
+            except RunCancelled:
+                self._finish("CANCELLED", self.executor.result())
+            except RunFailed as failure:
+                self._fail(failure.code, failure.message)
+            except EventLimitReached:
+                self._fail("event_limit", "the run reached its event limit")
+            except WorkerCrash:
+                log.warning("crash step: stopping the worker abruptly")
+                os._exit(137)
+        except asyncio.CancelledError:
+            raise  # worker shutdown: the run stays as recorded and is recovered later
+        except JournalIntegrityError:
+            log.error("run %s: journal integrity failure; the run is left as recorded",
+                      self.run_id)
+        except Exception:
+            log.exception("run %s: unexpected runtime failure", self.run_id)
+            try:
+                self._fail("runtime_error", "the run failed unexpectedly")
+            except Exception:
+                log.exception("run %s: could not record the failure", self.run_id)
+        finally:
+            self.engine.driver_done(self)
+
+    def _fail(self, code: str, message: str) -> None:
+        result = self.executor.result()
+        result["failure"] = {"code": code, "message": message}
+        self._finish("FAILED", result)
+
+    def _finish(self, status: str, result: dict[str, Any]) -> None:
+        state = self.engine.state_of(self.run_id)
+        if state["status"] in TERMINAL:
+            return
+        if state["status"] == "CANCELLING" or self.cancel_requested:
+            status = "CANCELLED"
+            result.pop("failure", None)
+            if "plan" in result:
+                result["plan"]["status"] = "DRAFT"
+        self.engine.terminate(self.run_id, status, result)

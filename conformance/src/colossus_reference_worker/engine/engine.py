@@ -1,0 +1,451 @@
+"""The run engine: every RunService operation over the journal.
+
+Handlers call the public coroutine methods with an authenticated
+:class:`~colossus_reference_worker.credentials.Principal`; the engine owns
+admission limits, live run drivers, watches and recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from typing import Any
+
+from grpclib.const import Status
+
+from .._gen.colossus.api.v1alpha1 import CreateRunRequest, RespondInteractionRequest
+from ..auth import require_scope
+from ..config import WorkerConfig
+from ..credentials import Principal, new_id
+from ..errors import ApiError, exhausted, invalid, run_not_found, unavailable
+from ..journal import Journal
+from .driver import RunDriver
+from .hub import ChangeHub
+from .limits import CreateRateLimiter, Gate
+from .model import STATUSES, TERMINAL, Event, State, initial_state, replay_check
+from .pagination import Cursor, TokenCodec
+from .runs import EventLimitReached, FullRun, RunStore, RunTail, now_us
+from .validation import OPAQUE_ID, ArtifactLookup, validate_create
+
+log = logging.getLogger(__name__)
+
+
+class RunEngine:
+    def __init__(
+        self,
+        journal: Journal,
+        config: WorkerConfig,
+        token_key: bytes,
+        capabilities: list[str],
+        lookup_artifact: ArtifactLookup | None = None,
+    ) -> None:
+        self.config = config
+        self.limits = config.limits
+        self.capabilities = capabilities
+        self.store = RunStore(journal, self.limits.max_events_per_run,
+                              self.limits.reserved_lifecycle_events)
+        self.lookup_artifact = lookup_artifact
+        lim = self.limits
+        self.rate = CreateRateLimiter(
+            lim.create_rate_per_second, lim.create_rate_burst,
+            lim.create_rate_per_application_per_second, lim.create_rate_per_application_burst,
+        )
+        self.watches = Gate(lim.max_watches, lim.max_watches_per_application, "WATCH_LIMIT",
+                            "max_watches", "max_watches_per_application", "open watches")
+        self.lists = Gate(lim.max_concurrent_list_runs, lim.max_concurrent_list_runs_per_application,
+                          "LIST_CONCURRENCY_LIMIT", "max_concurrent_list_runs",
+                          "max_concurrent_list_runs_per_application", "concurrent ListRuns calls")
+        self.tokens = TokenCodec(token_key)
+        self.hub = ChangeHub()
+        self.active: dict[str, set[str]] = defaultdict(set)
+        self.drivers: dict[str, RunDriver] = {}
+        self.closing = False
+        self.watch_calls = 0
+
+    # --- journal plumbing used by drivers ---------------------------------------------------
+
+    def state_of(self, run_id: str) -> State:
+        tail = self.store.tail(run_id)
+        assert tail is not None
+        return tail.state
+
+    def append(self, run_id: str, event: Event, *, pc: int | None = None,
+               private: dict[str, Any] | None = None) -> dict[str, Any]:
+        payload, state = self.store.append(run_id, event, pc=pc, private=private)
+        if state["status"] in TERMINAL:
+            for runs in self.active.values():
+                runs.discard(run_id)
+        self.hub.notify(run_id)
+        return payload
+
+    def terminate(self, run_id: str, status: str, result: dict[str, Any]) -> None:
+        self.append(run_id, {"type": "terminated", "status": status, "result": result})
+
+    def driver_done(self, driver: RunDriver) -> None:
+        if self.drivers.get(driver.run_id) is driver:
+            del self.drivers[driver.run_id]
+
+    def _start_driver(self, creation: dict[str, Any], pc: int, output: str = "") -> None:
+        driver = RunDriver(self, creation, output)
+        self.drivers[creation["run_id"]] = driver
+        driver.start(pc)
+
+    # --- lookups ---------------------------------------------------------------------------------
+
+    def _owned_tail(self, principal: Principal, run_id: str) -> RunTail:
+        if not OPAQUE_ID.fullmatch(run_id):
+            raise run_not_found()
+        tail = self.store.tail(run_id)
+        if tail is None or tail.creation["application_id"] != principal.application_id:
+            raise run_not_found()
+        return tail
+
+    def _owned_full(self, principal: Principal, run_id: str) -> FullRun:
+        self._owned_tail(principal, run_id)
+        full = self.store.full(run_id, with_events=False)
+        assert full is not None
+        return full
+
+    # --- CreateRun ----------------------------------------------------------------------------------
+
+    def create_run(self, principal: Principal, req: CreateRunRequest
+                   ) -> tuple[dict[str, Any], State, bool]:
+        if self.closing:
+            raise unavailable()
+        valid = validate_create(req, principal, self.limits, self.capabilities,
+                                self.lookup_artifact)
+        app = principal.application_id
+        fields = valid.fields
+        claim = self.store.claim(app, fields["idempotency_key"])
+        if claim is not None:
+            if not hmac.compare_digest(claim["fingerprint"], valid.fingerprint):
+                raise ApiError(
+                    Status.ALREADY_EXISTS, "IDEMPOTENCY_CONFLICT",
+                    "the idempotency key was used for a different request",
+                    {"field": "idempotency_key"},
+                )
+            full = self.store.full(claim["run_id"], with_events=False)
+            assert full is not None
+            return full.creation, full.state, True
+
+        plan, plan_update = self._plan_for(principal, fields)
+
+        lim = self.limits
+        if len(self.active[app]) >= lim.max_active_runs_per_application:
+            raise exhausted("ACTIVE_RUN_LIMIT", "too many active runs for this application",
+                            "max_active_runs_per_application")
+        if sum(len(r) for r in self.active.values()) >= lim.max_active_runs:
+            raise exhausted("ACTIVE_RUN_LIMIT", "too many active runs", "max_active_runs")
+        self.rate.check(app)
+
+        create_time = now_us()
+        run_id = new_id("run_")
+        creation = {
+            **fields,
+            "run_id": run_id,
+            "application_id": app,
+            "session_id": fields["session_id"] or new_id("ses_"),
+            "end_user_id": fields["end_user_id"],
+            "plan": plan,
+            "authority": {"credential_id": principal.credential_id,
+                          **principal.grant.to_json()},
+            "create_time": create_time,
+            "fingerprint": valid.fingerprint,
+            "state": initial_state(create_time),
+        }
+        if plan_update is not None:
+            plan_update["run_id"] = run_id
+        self.store.create(creation, plan_update)
+        self.rate.take(app)
+        self.active[app].add(run_id)
+        self._start_driver(creation, 0)
+        return creation, creation["state"], False
+
+    def _plan_for(self, principal: Principal, fields: dict[str, Any]
+                  ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The plan identity a run will report, and the plan record its acceptance adds."""
+        action = fields["plan_action"]
+        if action is None:
+            if fields["mode"] == "PLAN":
+                plan_id = new_id("plan_")
+                return ({"plan_id": plan_id, "revision": 1},
+                        {"plan_id": plan_id, "revision": 1, "status": "DRAFT"})
+            return None, None
+        source = self._owned_full(principal, action["source_run_id"])
+        source_plan = (source.state["result"] or {}).get("plan")
+        current = self.store.plan_state(source_plan["plan_id"]) if source_plan else None
+        if (
+            source.creation["mode"] != "PLAN"
+            or current is None
+            or current["status"] != "DRAFT"
+            or current["revision"] != action["revision"]
+        ):
+            raise ApiError(
+                Status.FAILED_PRECONDITION, "PLAN_REVISION_STALE",
+                "the source run's plan is not a Draft at that revision",
+                {"field": "plan_action.revision"},
+            )
+        plan_id = current["plan_id"]
+        if action["kind"] == "REVISE":
+            revision = current["revision"] + 1
+            return ({"plan_id": plan_id, "revision": revision},
+                    {"plan_id": plan_id, "revision": revision, "status": "DRAFT"})
+        return None, {"plan_id": plan_id, "revision": current["revision"], "status": "EXECUTED"}
+
+    # --- GetRun ---------------------------------------------------------------------------------------
+
+    def get_run(self, principal: Principal, run_id: str) -> tuple[dict[str, Any], State]:
+        full = self._owned_full(principal, run_id)
+        return full.creation, full.state
+
+    # --- ListRuns -------------------------------------------------------------------------------------
+
+    async def list_runs(self, principal: Principal, statuses: list[int], page_size: int,
+                        page_token: str) -> tuple[list[tuple[dict[str, Any], State]], str]:
+        lim = self.limits
+        if len(statuses) > lim.max_list_status_filters:
+            raise ApiError(
+                Status.INVALID_ARGUMENT, "STATUS_FILTER_TOO_LARGE",
+                f"at most {lim.max_list_status_filters} status values are accepted",
+                {"field": "statuses", "limit": "max_list_status_filters"},
+            )
+        names = set()
+        for value in statuses:
+            if not 1 <= value <= len(STATUSES):
+                raise invalid("statuses", "statuses holds an unknown value")
+            names.add(_STATUS_BY_NUMBER[value])
+        wanted = sorted(names)
+        size = lim.max_list_page_size if page_size == 0 else min(page_size, lim.max_list_page_size)
+        app = principal.application_id
+        with self.lists.hold(app):
+            if page_token:
+                cursor = self.tokens.open(page_token, app, wanted)
+                head = self.store.owner_record(app, cursor.head_version)
+                if (head is None or head.hash.hex() != cursor.head_hash
+                        or not 1 <= cursor.resume_below <= cursor.head_version):
+                    raise ApiError(Status.INVALID_ARGUMENT, "PAGE_TOKEN_INVALID",
+                                   "the page token is not valid for this request",
+                                   {"field": "page_token"})
+            else:
+                head = self.store.owner_head(app)
+                if head is None:
+                    return [], ""
+                cursor = Cursor(head.version, head.hash.hex(), head.version + 1)
+            page: list[tuple[dict[str, Any], State]] = []
+            next_version = cursor.resume_below - 1
+            examined = 0
+            upper_link: bytes | None = None
+            while next_version >= 1 and examined < lim.list_scan_budget and len(page) < size:
+                low = max(1, next_version - lim.list_batch_size + 1,
+                          next_version - (lim.list_scan_budget - examined) + 1)
+                batch = self.store.owner_range(app, low, next_version)
+                if len(batch) != next_version - low + 1 or (
+                    upper_link is not None and batch[-1].hash != upper_link
+                ):
+                    raise ApiError(Status.DATA_LOSS, "JOURNAL_INTEGRITY",
+                                   "the journal failed its integrity check")
+                for rec in reversed(batch):
+                    examined += 1
+                    next_version = rec.version - 1
+                    upper_link = rec.prev_hash
+                    run_id = rec.payload["run_id"]
+                    tail = self.store.tail(run_id)
+                    if tail is None or tail.creation["application_id"] != app:
+                        raise ApiError(Status.DATA_LOSS, "JOURNAL_INTEGRITY",
+                                       "the journal failed its integrity check")
+                    if wanted and tail.state["status"] not in names:
+                        continue
+                    full = self.store.full(run_id, with_events=False)
+                    assert full is not None
+                    page.append((full.creation, full.state))
+                    if len(page) >= size:
+                        break
+                await asyncio.sleep(0)
+            token = ""
+            if next_version >= 1:
+                token = self.tokens.issue(app, wanted, Cursor(cursor.head_version,
+                                                              cursor.head_hash, next_version + 1))
+            return page, token
+
+    # --- WatchRun -----------------------------------------------------------------------------------
+
+    def open_watch(self, principal: Principal, run_id: str) -> None:
+        """Check visibility and take a watch slot; pair with :meth:`close_watch`."""
+        if self.closing:
+            raise unavailable()
+        self._owned_tail(principal, run_id)
+        self.watches.acquire(principal.application_id)
+
+    def close_watch(self, principal: Principal) -> None:
+        self.watches.release(principal.application_id)
+
+    async def watch(self, run_id: str, after: int) -> AsyncIterator[dict[str, Any]]:
+        """Stored events after ``after``, then live ones, ending after the terminal event."""
+        first = None
+        state: State | None = None
+        prev = None
+        while True:
+            wake = self.hub.current(run_id)
+            for rec in self.store.events_after_iter(run_id, prev):
+                prev = rec
+                if rec.version == 1:
+                    first = rec.payload
+                    state = initial_state(first["create_time"])
+                    continue
+                payload = rec.payload
+                assert state is not None
+                state = replay_check(state, payload)
+                if payload["seq"] > after:
+                    yield payload
+                if payload["event"]["type"] == "terminated":
+                    return
+            if first is None:
+                raise run_not_found()
+            if self.closing:
+                raise unavailable()
+            await wake.wait()
+
+    # --- CancelRun ----------------------------------------------------------------------------------
+
+    def cancel_run(self, principal: Principal, run_id: str) -> tuple[dict[str, Any], State]:
+        tail = self._owned_tail(principal, run_id)
+        state = tail.state
+        if state["status"] in TERMINAL or state["status"] == "CANCELLING":
+            return tail.creation, state
+        if state["pending"] is not None:
+            self.append(run_id, {"type": "interaction_resolved",
+                                 "interaction_id": state["pending"]["id"],
+                                 "outcome": "CANCELLED"})
+            state = self.state_of(run_id)
+        self.append(run_id, {"type": "status", "previous": state["status"],
+                             "status": "CANCELLING"})
+        driver = self.drivers.get(run_id)
+        if driver is not None:
+            driver.request_cancel()
+        else:
+            self.terminate(run_id, "CANCELLED", {"output_text": ""})
+        return tail.creation, self.state_of(run_id)
+
+    # --- RespondInteraction -----------------------------------------------------------------------
+
+    def respond(self, principal: Principal, req: RespondInteractionRequest
+                ) -> tuple[dict[str, Any], State]:
+        scopes = principal.grant.scopes
+        if "prompts:respond" not in scopes and "approvals:respond" not in scopes:
+            require_scope(principal, "prompts:respond")
+        tail = self._owned_tail(principal, req.run_id)
+        state = tail.state
+        interaction = self._find_interaction(req.run_id, req.interaction_id)
+        require_scope(principal, "prompts:respond" if interaction["kind"] == "prompt"
+                      else "approvals:respond")
+        pending = state["pending"]
+        if pending is None or pending["id"] != req.interaction_id:
+            raise ApiError(Status.FAILED_PRECONDITION, "INTERACTION_ALREADY_RESOLVED",
+                           "the interaction was already answered or closed")
+        if interaction["kind"] == "prompt":
+            if req.prompt is None:
+                raise invalid("prompt", "this interaction is a prompt")
+            if req.prompt.choice not in pending["choices"]:
+                raise ApiError(Status.INVALID_ARGUMENT, "INTERACTION_ANSWER_MISMATCH",
+                               "the answer is not one of the displayed choices",
+                               {"field": "prompt.choice"})
+            resolution: Event = {"type": "interaction_resolved", "interaction_id": pending["id"],
+                                 "outcome": "ANSWERED", "choice": req.prompt.choice}
+            answer: Any = req.prompt.choice
+        else:
+            if req.approval is None:
+                raise invalid("approval", "this interaction is an approval")
+            if not hmac.compare_digest(req.approval.binding.encode(),
+                                       pending["binding"].encode()):
+                raise ApiError(Status.INVALID_ARGUMENT, "INTERACTION_ANSWER_MISMATCH",
+                               "the answer does not echo the approval's binding",
+                               {"field": "approval.binding"})
+            decision = int(req.approval.decision)
+            if decision not in (1, 2):
+                raise invalid("approval.decision", "the decision must be APPROVE or DENY")
+            resolution = {"type": "interaction_resolved", "interaction_id": pending["id"],
+                          "outcome": "APPROVED" if decision == 1 else "DENIED"}
+            answer = decision == 1
+        self.append(req.run_id, resolution)
+        try:
+            self.append(req.run_id, {"type": "status", "previous": "WAITING_FOR_INPUT",
+                                     "status": "RUNNING"})
+        except EventLimitReached:
+            pass  # the driver will meet the limit too and end the run
+        driver = self.drivers.get(req.run_id)
+        if driver is not None:
+            driver.deliver(answer)
+        return tail.creation, self.state_of(req.run_id)
+
+    def _find_interaction(self, run_id: str, interaction_id: str) -> dict[str, Any]:
+        not_found = ApiError(Status.NOT_FOUND, "INTERACTION_NOT_FOUND", "interaction not found",
+                             {"field": "interaction_id"})
+        if not interaction_id.startswith("ix_") or not interaction_id[3:].isdigit():
+            raise not_found
+        seq = int(interaction_id[3:])
+        rec = self.store.event_record(run_id, seq)
+        if rec is None:
+            raise not_found
+        event = rec["event"]
+        if event["type"] != "interaction_requested" or event["interaction"]["id"] != interaction_id:
+            raise not_found
+        interaction: dict[str, Any] = event["interaction"]
+        return interaction
+
+    # --- start-up recovery (W13) and shutdown ---------------------------------------------------
+
+    def recover(self) -> dict[str, int]:
+        """Settle or resume every run a previous process left non-terminal."""
+        counts: dict[str, int] = defaultdict(int)
+        for run_id in self.store.all_run_ids():
+            tail = self.store.tail(run_id)
+            assert tail is not None
+            status = tail.state["status"]
+            if status in TERMINAL:
+                continue
+            full = self.store.full(run_id)
+            assert full is not None
+            creation, state = full.creation, full.state
+            output = "".join(e["event"]["text"] for e in full.events
+                             if e["event"]["type"] == "output")
+            partial = {"output_text": output}
+            if creation.get("plan"):
+                partial["plan"] = {**creation["plan"], "status": "DRAFT"}
+            app = creation["application_id"]
+            if status == "QUEUED" or (status == "RUNNING" and not state["effect"]):
+                self.active[app].add(run_id)
+                self._start_driver(creation, state["pc"], output)
+                counts["resumed"] += 1
+            elif status == "WAITING_FOR_INPUT":
+                if state["pending"] is not None:
+                    self.append(run_id, {"type": "interaction_resolved",
+                                         "interaction_id": state["pending"]["id"],
+                                         "outcome": "INTERRUPTED"})
+                self.terminate(run_id, "INTERRUPTED", partial)
+                counts["interrupted"] += 1
+            elif status == "CANCELLING":
+                self.terminate(run_id, "CANCELLED", partial)
+                counts["cancelled"] += 1
+            else:
+                self.terminate(run_id, "OUTCOME_UNKNOWN", partial)
+                counts["outcome_unknown"] += 1
+        return dict(counts)
+
+    async def shutdown(self) -> None:
+        self.closing = True
+        self.hub.notify_all()
+        tasks = [d.task for d in self.drivers.values() if d.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+_STATUS_BY_NUMBER = {
+    1: "QUEUED", 2: "RUNNING", 3: "WAITING_FOR_INPUT", 4: "CANCELLING", 5: "SUCCEEDED",
+    6: "FAILED", 7: "CANCELLED", 8: "INTERRUPTED", 9: "OUTCOME_UNKNOWN",
+}
+assert set(_STATUS_BY_NUMBER.values()) == set(STATUSES)

@@ -1,0 +1,129 @@
+"""One place that turns worker failures into gRPC statuses.
+
+Every failure leaves the worker as a gRPC status whose details
+(``grpc-status-details-bin``) hold a ``google.rpc.Status`` with exactly one
+``google.rpc.ErrorInfo``: domain ``colossus.api.v1alpha1`` and a reason named
+after an ``ErrorReason`` value without its prefix. The contract does not
+import ``google/rpc``, so the two messages are encoded here by hand; they are
+tiny and their field numbers are frozen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from grpclib.const import Status
+from grpclib.encoding.base import StatusDetailsCodecBase
+from grpclib.exceptions import GRPCError
+
+DOMAIN = "colossus.api.v1alpha1"
+_STATUS_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+class ApiError(Exception):
+    """A failure with a public code, reason and message.
+
+    The message is shown to callers, so it must never contain paths, SQL,
+    stack traces, tool names or secrets. ``metadata`` may carry the hints
+    ``field``, ``limit``, ``scope`` and ``capability``.
+    """
+
+    def __init__(
+        self,
+        code: Status,
+        reason: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.metadata: dict[str, str] = dict(metadata or {})
+
+    def to_grpc(self) -> GRPCError:
+        return GRPCError(self.code, self.message, (self.reason, self.metadata))
+
+
+class JournalIntegrityError(Exception):
+    """The journal failed verification. Never shown to callers verbatim."""
+
+
+# --- shorthands used across the worker -------------------------------------
+
+
+def invalid(field: str, message: str) -> ApiError:
+    return ApiError(Status.INVALID_ARGUMENT, "FIELD_INVALID", message, {"field": field})
+
+
+def exhausted(reason: str, message: str, limit: str) -> ApiError:
+    return ApiError(Status.RESOURCE_EXHAUSTED, reason, message, {"limit": limit})
+
+
+def run_not_found() -> ApiError:
+    return ApiError(Status.NOT_FOUND, "RUN_NOT_FOUND", "run not found")
+
+
+def integrity_failure() -> ApiError:
+    return ApiError(
+        Status.DATA_LOSS, "JOURNAL_INTEGRITY", "the journal failed its integrity check"
+    )
+
+
+def internal() -> ApiError:
+    return ApiError(Status.INTERNAL, "INTERNAL", "internal error")
+
+
+def unavailable(message: str = "the worker is shutting down") -> ApiError:
+    return ApiError(Status.UNAVAILABLE, "UNAVAILABLE", message)
+
+
+# --- google.rpc.Status / ErrorInfo wire encoding ------------------------------
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _len_field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def encode_error_info(reason: str, metadata: Mapping[str, str]) -> bytes:
+    body = _len_field(1, reason.encode()) + _len_field(2, DOMAIN.encode())
+    for key in sorted(metadata):
+        entry = _len_field(1, key.encode()) + _len_field(2, metadata[key].encode())
+        body += _len_field(3, entry)
+    return body
+
+
+def encode_status(code: int, message: str, reason: str, metadata: Mapping[str, str]) -> bytes:
+    any_msg = _len_field(1, _STATUS_TYPE.encode()) + _len_field(
+        2, encode_error_info(reason, metadata)
+    )
+    body = b""
+    if code:
+        body += _varint(1 << 3) + _varint(code)
+    if message:
+        body += _len_field(2, message.encode())
+    return body + _len_field(3, any_msg)
+
+
+class ErrorInfoDetailsCodec(StatusDetailsCodecBase):
+    """grpclib details codec: ``details`` is ``(reason, metadata)``."""
+
+    def encode(self, status: Status, message: str | None, details: Any) -> bytes:
+        reason, metadata = details
+        return encode_status(status.value, message or "", reason, metadata)
+
+    def decode(self, status: Status, message: str | None, data: bytes) -> Any:
+        return data  # the worker never reads statuses back

@@ -1,0 +1,1 @@
+"""gRPC handlers: one module per service, sharing one request pipeline."""

@@ -1,0 +1,112 @@
+"""What every RPC goes through before and after its handler.
+
+Order: observe the call (hooks) -> authenticate the bearer -> check the
+method's scope -> read the request with the size bound and wire guard ->
+``before_unary`` hook -> handler -> ``after_unary_commit`` hook -> reply. Every
+exception leaves as a gRPC status with one ``ErrorInfo``; internal details
+are logged, never returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError, StreamTerminatedError
+from grpclib.server import Stream
+
+from ..auth import METHOD_SCOPES, require_scope
+from ..config import WorkerConfig
+from ..credentials import CredentialBook, Principal
+from ..errors import ApiError, JournalIntegrityError, integrity_failure, internal
+from ..hooks import WorkerHooks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ConnectionTable:
+    """Maps a client's address to the listener's connection number."""
+
+    by_peer: dict[Any, int] = field(default_factory=dict)
+
+    def conn_id(self, stream: Stream[Any, Any]) -> int:
+        try:
+            return self.by_peer.get(stream.peer.addr(), 0)
+        except Exception:
+            return 0
+
+
+class Pipeline:
+    def __init__(self, config: WorkerConfig, credentials: CredentialBook, hooks: WorkerHooks,
+                 connections: ConnectionTable) -> None:
+        self.config = config
+        self.credentials = credentials
+        self.hooks = hooks
+        self.connections = connections
+
+    def authenticate(self, stream: Stream[Any, Any], method: str) -> Principal:
+        """Observe, authenticate and scope-check one call (raises ApiError)."""
+        metadata = stream.metadata or {}
+        values = metadata.getall("authorization", []) if hasattr(metadata, "getall") else []
+        self.hooks.on_rpc(self.connections.conn_id(stream), method, bool(values))
+        if len(values) > 1:
+            raise ApiError(  # ambiguous credentials are never guessed at
+                Status.UNAUTHENTICATED,
+                "CREDENTIAL_INVALID", "the credential is not valid",
+            )
+        principal = self.credentials.authenticate(values[0] if values else None)
+        require_scope(principal, METHOD_SCOPES.get(method))
+        return principal
+
+    @contextlib.contextmanager
+    def errors(self, method: str) -> Iterator[None]:
+        """Translate anything raised inside into a public gRPC status."""
+        try:
+            yield
+        except ApiError as exc:
+            raise exc.to_grpc() from None
+        except (GRPCError, StreamTerminatedError, asyncio.CancelledError):
+            raise
+        except JournalIntegrityError:
+            log.error("%s: journal integrity check failed", method)
+            raise integrity_failure().to_grpc() from None
+        except Exception:
+            log.exception("%s: unexpected failure", method)
+            raise internal().to_grpc() from None
+
+    async def unary(
+        self,
+        stream: Stream[Any, Any],
+        method: str,
+        read: Callable[[Stream[Any, Any]], Any],
+        handle: Callable[[Principal, Any], Any],
+    ) -> None:
+        with self.errors(method):
+            principal = self.authenticate(stream, method)
+            request = await read(stream)
+            await self.hooks.before_unary(method)
+            reply = handle(principal, request)
+            if asyncio.iscoroutine(reply):
+                reply = await reply
+            await self.hooks.after_unary_commit(method)
+        await stream.send_message(reply)
+
+    async def server_stream(
+        self,
+        stream: Stream[Any, Any],
+        method: str,
+        read: Callable[[Stream[Any, Any]], Any],
+        open_stream: Callable[[Principal, Any], AsyncIterator[Any]],
+    ) -> None:
+        with self.errors(method):
+            principal = self.authenticate(stream, method)
+            request = await read(stream)
+            replies = open_stream(principal, request)
+            async for reply in replies:
+                await stream.send_message(reply)

@@ -1,0 +1,156 @@
+"""The TLS listener (W1): accepts TCP, runs the TLS 1.3 handshake itself, counts connections.
+
+Running ``start_tls`` per connection (instead of handing an SSL context to
+``create_server``) lets the worker bound the handshake time, refuse
+connections beyond the limit, and tell the hooks about failed handshakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+from h2.settings import SettingCodes
+
+from .config import Limits
+from .handlers.pipeline import ConnectionTable
+from .hooks import WorkerHooks
+
+log = logging.getLogger(__name__)
+
+
+class _AppProxy(asyncio.Protocol):
+    """Wraps grpclib's protocol to learn when a TLS session is up and when it ends."""
+
+    def __init__(self, listener: Listener, conn_id: int, inner: Any) -> None:
+        self._listener = listener
+        self._conn_id = conn_id
+        self._inner = inner
+        self._peer: Any = None
+        self._age_timer: asyncio.TimerHandle | None = None
+        # ``start_tls`` does not call connection_made; bytes that arrive before
+        # we do so ourselves are held here.
+        self._early: list[bytes] | None = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        ssl_object = transport.get_extra_info("ssl_object")
+        self._peer = transport.get_extra_info("peername")
+        if self._peer is not None:
+            self._listener.connections.by_peer[self._peer] = self._conn_id
+        self._inner.connection_made(transport)
+        limits = self._listener.limits
+        with contextlib.suppress(Exception):
+            h2 = self._inner.connection._connection
+            h2.update_settings({
+                SettingCodes.MAX_CONCURRENT_STREAMS: limits.max_concurrent_streams_per_connection,
+                SettingCodes.MAX_HEADER_LIST_SIZE: limits.max_header_bytes,
+            })
+            self._inner.connection.flush()
+        self._age_timer = asyncio.get_running_loop().call_later(
+            limits.max_connection_age_seconds, transport.close
+        )
+        version = ssl_object.version() if ssl_object is not None else None
+        self._listener.hooks.on_connection(self._conn_id, version, True)
+        early, self._early = self._early or [], None
+        for chunk in early:
+            self._inner.data_received(chunk)
+
+    def data_received(self, data: bytes) -> None:
+        if self._early is not None:
+            self._early.append(data)
+        else:
+            self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._age_timer is not None:
+            self._age_timer.cancel()
+        self._listener.connections.by_peer.pop(self._peer, None)
+        self._listener.open_connections -= 1
+        if self._early is None:
+            self._inner.connection_lost(exc)
+
+
+class _Gate(asyncio.Protocol):
+    """The plain TCP side: hold reading, then upgrade to TLS."""
+
+    def __init__(self, listener: Listener, inner_factory: Callable[[], Any]) -> None:
+        self._listener = listener
+        self._inner_factory = inner_factory
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()
+        self._listener.accept(transport, self._inner_factory)
+
+    def data_received(self, data: bytes) -> None:  # never: reading is paused until TLS
+        pass
+
+
+class Listener:
+    def __init__(self, ctx: ssl.SSLContext, limits: Limits, hooks: WorkerHooks,
+                 connections: ConnectionTable) -> None:
+        self.ctx = ctx
+        self.limits = limits
+        self.hooks = hooks
+        self.connections = connections
+        self.open_connections = 0
+        self._ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def factory(self, inner_factory: Callable[[], Any]) -> _Gate:
+        return _Gate(self, inner_factory)
+
+    def accept(self, transport: asyncio.Transport, inner_factory: Callable[[], Any]) -> None:
+        conn_id = next(self._ids)
+        if self.open_connections >= self.limits.max_connections:
+            transport.abort()
+            self.hooks.on_connection(conn_id, None, False)
+            return
+        self.open_connections += 1
+        task = asyncio.get_running_loop().create_task(
+            self._handshake(conn_id, transport, inner_factory)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handshake(self, conn_id: int, transport: asyncio.Transport,
+                         inner_factory: Callable[[], Any]) -> None:
+        loop = asyncio.get_running_loop()
+        proxy = _AppProxy(self, conn_id, inner_factory())
+        try:
+            tls_transport = await loop.start_tls(
+                transport, proxy, self.ctx, server_side=True,
+                ssl_handshake_timeout=self.limits.handshake_timeout_seconds,
+            )
+        except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as exc:
+            log.debug("connection %d: TLS handshake failed: %s", conn_id, type(exc).__name__)
+            self.open_connections -= 1
+            transport.abort()
+            self.hooks.on_connection(conn_id, None, False)
+        except asyncio.CancelledError:
+            self.open_connections -= 1
+            transport.abort()
+            raise
+        if tls_transport is None:  # the peer went away during the handshake
+            self.open_connections -= 1
+            self.hooks.on_connection(conn_id, None, False)
+            return
+        proxy.connection_made(tls_transport)
+
+    def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()

@@ -1,0 +1,1 @@
+"""The scripted runtime (W14): deterministic scripts carried in the run input."""
