@@ -90,6 +90,7 @@ class RunningWorker:
     _server: Server
     _listener: Listener
     _discovery: DiscoveryFiles | None
+    _plugin: Any = None
     _stopped: asyncio.Event = field(default_factory=asyncio.Event)
 
     def issue_credential(self, application_id: str, grant: Grant) -> tuple[str, str]:
@@ -120,6 +121,8 @@ class RunningWorker:
             await asyncio.wait_for(self._server.wait_closed(), 5)
         except asyncio.TimeoutError:
             log.warning("some connections did not close in time")
+        if self._plugin is not None:
+            self._plugin.close()
         self._workspace.close()
 
     async def wait_stopped(self) -> None:
@@ -211,4 +214,5 @@ async def start_worker(config: WorkerConfig, hooks: WorkerHooks | None = None) -
         _server=server,
         _listener=listener,
         _discovery=discovery,
+        _plugin=plugin,
     )
