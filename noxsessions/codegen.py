@@ -41,12 +41,20 @@ DEFAULT_SESSIONS = [
 ]
 
 # Imports each generated module by name, so a broken import inside any of them fails.
+# The hand-written parent packages (colossus, colossus_reference_worker) are stood in for
+# by bare package objects: generated code must not depend on the layer above it, and
+# their own dependencies are other sessions' business. Both import roots load in one
+# interpreter, which also proves the two Python bindings do not clash.
 IMPORT_ALL = """
-import importlib, pathlib, sys
+import importlib, pathlib, sys, types
 count = 0
 for root, package in ((sys.argv[1], "colossus.api"),
                       (sys.argv[2], "colossus_reference_worker._gen")):
     base = pathlib.Path(root)
+    parent = package.split(".")[0]
+    stand_in = types.ModuleType(parent)
+    stand_in.__path__ = [str(base / parent)]
+    sys.modules[parent] = stand_in
     for path in sorted((base / package.replace(".", "/")).rglob("*.py")):
         parts = path.relative_to(base).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
