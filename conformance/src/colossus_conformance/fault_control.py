@@ -1,0 +1,47 @@
+"""Client of the worker's fault-control socket (``docs/fault-control.md``)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+
+class FaultControlError(Exception):
+    """The worker refused a request or the channel broke."""
+
+
+class FaultControl:
+    """One connection to the worker's fault-control socket; JSON lines both ways."""
+
+    def __init__(self, path: str, timeout: float = 10.0):
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        self._sock.connect(path)
+        self._buffer = b""
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._sock.sendall(json.dumps(message).encode() + b"\n")
+        while b"\n" not in self._buffer:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise FaultControlError("fault-control socket closed")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        reply: dict[str, Any] = json.loads(line)
+        if not reply.get("ok"):
+            raise FaultControlError(f"worker refused {message.get('op')}: {reply.get('error')}")
+        return reply
+
+    def begin_case(self, case: str, faults: list[dict[str, Any]]) -> None:
+        self.request({"op": "begin_case", "case": case, "faults": faults})
+
+    def observations(self) -> dict[str, Any]:
+        observations: dict[str, Any] = self.request({"op": "observations"}).get("observations", {})
+        return observations
+
+    def end_case(self) -> None:
+        self.request({"op": "end_case"})
+
+    def close(self) -> None:
+        self._sock.close()

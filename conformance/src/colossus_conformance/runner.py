@@ -1,0 +1,322 @@
+"""Drives every selected case through every selected SDK client.
+
+For each case the runner: makes sure the worker configuration it needs is
+running, prepares the connection inputs (possibly a crafted discovery folder),
+arms the case's faults, writes the bearers to the client's bearer pipe, sends
+the instruction, waits for the result, reads the worker's observations and
+evaluates the assertions. Clients never judge; all verdicts are made here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import assertions, discovery, known_failures, scripts
+from .catalogue import Case
+from .client_process import ClientProcess, Exchange
+from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
+from .sdks import ClientSpec
+from .worker import DEFAULT_GRANT, ManagedWorker, malformed_bearer, unknown_bearer, worker_command
+
+log = logging.getLogger("colossus_conformance")
+
+OTHER_INSTANCE_ID = "conformance-someone-else"
+
+
+@dataclass
+class Options:
+    results_dir: Path
+    known_failures_dir: Path
+    scratch: Path | None = None
+    timeout_scale: float = 1.0
+    on_result: Callable[[CaseResult], None] | None = None
+
+
+@dataclass
+class PreparedCase:
+    instruction: dict[str, Any]
+    bearers: list[str] = field(repr=False)
+    nonce: str = ""
+
+
+def substitute(value: Any, nonce: str) -> Any:
+    """Replaces ``<uniq>`` in every string with a per-execution nonce.
+
+    Workers are shared by every SDK of a run, so values that must be fresh
+    for each execution (idempotency keys) carry this token in the catalogue.
+    """
+    if isinstance(value, str):
+        return value.replace("<uniq>", nonce)
+    if isinstance(value, list):
+        return [substitute(v, nonce) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, nonce) for k, v in value.items()}
+    return value
+
+
+def order_cases(cases: list[Case]) -> list[Case]:
+    """Groups cases by worker configuration (so each worker starts once), keeping catalogue order."""
+    order = {"daemon": 0, "none": 1, "tls12": 2, "foreign-leaf": 3, "leaf-with-intermediate": 4}
+    return sorted(cases, key=lambda c: order.get(c.worker, 9))
+
+
+class Suite:
+    """Holds the workers shared by every SDK of one run."""
+
+    def __init__(self, cases: list[Case], options: Options):
+        self.cases = order_cases(cases)
+        self.options = options
+        self.scratch = Path(tempfile.mkdtemp(prefix="colossus-conformance-", dir=options.scratch))
+        self.scratch.chmod(0o700)
+        self.workers: dict[str, ManagedWorker] = {}
+        self.log_dir = options.results_dir / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    # -- workers ---------------------------------------------------------------
+
+    def applications(self, configuration: str) -> dict[str, dict[str, Any]]:
+        """Every application the selected cases of one configuration use, with its grant."""
+        apps: dict[str, dict[str, Any]] = {}
+        for case in self.cases:
+            if case.worker != configuration:
+                continue
+            for conn in case.connections:
+                if conn.get("placement", "daemon") != "daemon":
+                    continue
+                app = conn.get("app", "full")
+                grant = conn.get("grant", DEFAULT_GRANT)
+                if app in apps and apps[app] != grant:
+                    raise ValueError(f"application {app} is declared with two different grants")
+                apps[app] = grant
+        return apps
+
+    def worker(self, configuration: str) -> ManagedWorker | None:
+        if configuration == "none":
+            return None
+        existing = self.workers.get(configuration)
+        if existing is not None and existing.alive:
+            return existing
+        if existing is not None:
+            log.warning("worker %s died; restarting it", configuration)
+            existing.start()
+            return existing
+        w = ManagedWorker(configuration, self.scratch, self.log_dir)
+        for app, grant in sorted(self.applications(configuration).items()):
+            w.enrol(app, grant)
+        w.start()
+        self.workers[configuration] = w
+        return w
+
+    def close(self) -> None:
+        for w in self.workers.values():
+            w.stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # -- cases -----------------------------------------------------------------
+
+    def prepare(self, case: Case, worker: ManagedWorker | None, timeout: float) -> PreparedCase:
+        connections: list[dict[str, Any]] = []
+        bearers: list[str] = []
+        for conn in case.connections:
+            placement = conn.get("placement", "daemon")
+            if placement == "sidecar":
+                state_dir = Path(tempfile.mkdtemp(prefix="sidecar-", dir=self.scratch))
+                state_dir.chmod(0o700)
+                connections.append(
+                    {
+                        "name": conn["name"],
+                        "placement": "sidecar",
+                        "worker_command": worker_command(),
+                        "application_id": conn.get("app", "sidecar-app"),
+                        "grant": conn.get("grant", DEFAULT_GRANT),
+                        "state_dir": str(state_dir),
+                        "expected_deployment_mode": conn.get("expected_deployment_mode", "SIDECAR"),
+                    }
+                )
+                continue
+            assert worker is not None, f"{case.id}: a daemon connection needs a worker"
+            enrolment = worker.enrolments[conn.get("app", "full")]
+            folder = worker.public_api_dir
+            descriptor_pin: str | None = worker.certificate_sha256
+            if "discovery" in conn:
+                crafted = discovery.craft(worker.public_api_dir, conn["discovery"], self.scratch)
+                folder, descriptor_pin = crafted.public_api_dir, crafted.descriptor_pin
+            connections.append(
+                {
+                    "name": conn["name"],
+                    "placement": "daemon",
+                    "public_api_dir": str(folder),
+                    "expected_instance_id": self._instance(conn.get("expected_instance_id", "genuine"), enrolment.instance_id),
+                    "expected_certificate_sha256": self._pin(
+                        conn.get("expected_pin", "genuine"), enrolment.certificate_sha256, descriptor_pin
+                    ),
+                    "expected_deployment_mode": conn.get("expected_deployment_mode", "SHARED_DAEMON"),
+                    "bearer_frame": True,
+                }
+            )
+            bearer_kind = conn.get("bearer", "enrolled")
+            if bearer_kind == "enrolled":
+                bearers.append(enrolment.bearer)
+            elif bearer_kind == "unknown":
+                bearers.append(unknown_bearer())
+            else:
+                bearers.append(malformed_bearer(bearer_kind))
+        nonce = secrets.token_hex(4)
+        steps = [scripts.render_step(substitute(s, nonce)) for s in case.steps]
+        instruction = {
+            "type": "case",
+            "case": case.id,
+            "timeout_seconds": timeout,
+            "connections": connections,
+            "steps": steps,
+        }
+        return PreparedCase(instruction, bearers, nonce)
+
+    @staticmethod
+    def _pin(rule: str, genuine: str, descriptor_pin: str | None) -> str:
+        if rule == "genuine":
+            return genuine
+        if rule == "other":
+            return secrets.token_hex(32)
+        if rule == "uppercase":
+            return genuine.upper()
+        if rule == "descriptor":
+            return descriptor_pin or genuine
+        return rule
+
+    @staticmethod
+    def _instance(rule: str, genuine: str) -> str:
+        if rule == "genuine":
+            return genuine
+        if rule == "other":
+            return OTHER_INSTANCE_ID
+        return rule
+
+    # -- one SDK ---------------------------------------------------------------
+
+    def run_sdk(self, spec: ClientSpec, all_case_ids: list[str]) -> RunVerdict:
+        entries = known_failures.load(self.options.known_failures_dir / f"{spec.sdk}.yaml", spec.sdk)
+        problems = [
+            f"{spec.sdk}: known-failure pattern {e.pattern!r} matches no case" for e in known_failures.dangling(entries, all_case_ids)
+        ]
+        results: list[CaseResult] = []
+        client: ClientProcess | None = self._start_client(spec)
+        dead_reason = "" if client else "client failed to start"
+        for case in self.cases:
+            if client is None:
+                results.append(self._emit(CaseResult(spec.sdk, case.id, case.group, case.level, NOT_RUN, reason=dead_reason)))
+                continue
+            missing = [f for f in case.requires_features if f not in client.hello.get("features", [])]
+            if missing:
+                results.append(
+                    self._emit(
+                        CaseResult(spec.sdk, case.id, case.group, case.level, SKIPPED, reason=f"client lacks {', '.join(missing)}")
+                    )
+                )
+                continue
+            result, exchange = self.run_case(client, case, spec.sdk)
+            result = self._reconcile(result, entries)
+            results.append(self._emit(result))
+            if exchange.status == "timeout":
+                client.kill()
+                client = self._start_client(spec)
+                dead_reason = "client could not be restarted after a timeout"
+            elif exchange.status in ("crashed", "protocol_error"):
+                client.kill()
+                client = None
+                dead_reason = f"client crashed during {case.id}"
+        if client is not None:
+            client.stop()
+        return RunVerdict(results, problems)
+
+    def _emit(self, result: CaseResult) -> CaseResult:
+        if self.options.on_result:
+            self.options.on_result(result)
+        return result
+
+    def _start_client(self, spec: ClientSpec) -> ClientProcess | None:
+        client = ClientProcess(list(spec.command), spec.folder, self.log_dir / f"client-{spec.sdk}.log")
+        try:
+            client.start()
+        except (OSError, RuntimeError) as exc:
+            log.error("client %s did not start: %s", spec.sdk, exc)
+            return None
+        return client
+
+    def run_case(self, client: ClientProcess, case: Case, sdk: str) -> tuple[CaseResult, Exchange]:
+        started = time.monotonic()
+        result = CaseResult(sdk, case.id, case.group, case.level, FAIL)
+        timeout = case.timeout_seconds * self.options.timeout_scale
+        worker = None
+        try:
+            worker = self.worker(case.worker)
+            prepared = self.prepare(case, worker, timeout)
+            if worker is not None and worker.control is not None:
+                worker.control.begin_case(case.id, [dict(f) for f in case.faults])
+        except Exception as exc:  # noqa: BLE001 - reported as the case's failure
+            result.details.append(f"runner could not prepare the case: {exc}")
+            result.seconds = time.monotonic() - started
+            return result, Exchange("ok")
+        exchange = client.run_case(prepared.instruction, prepared.bearers, timeout + 5.0)
+        observations: dict[str, Any] = {}
+        if worker is not None and worker.control is not None:
+            try:
+                observations = worker.control.observations()
+                worker.control.end_case()
+            except Exception as exc:  # noqa: BLE001
+                result.details.append(f"worker observations unavailable: {exc}")
+        result.seconds = time.monotonic() - started
+        if exchange.status != "ok" or exchange.result is None:
+            result.details.append(f"client {exchange.status}: {exchange.detail}")
+            return result, exchange
+        result.details.extend(judge(case, exchange.result, observations, prepared.bearers, prepared.nonce))
+        if not result.details:
+            result.status = PASS
+        return result, exchange
+
+    @staticmethod
+    def _reconcile(result: CaseResult, entries: list[known_failures.Entry]) -> CaseResult:
+        entry = known_failures.entry_for(entries, result.case_id)
+        if entry is None:
+            return result
+        if result.status == PASS:
+            result.status = XPASS
+            result.reason = f"listed as a known failure ({entry.reason}) but passed: remove it from the list"
+        elif result.status == FAIL:
+            result.status = XFAIL
+            result.reason = entry.reason
+        return result
+
+
+def judge(
+    case: Case, result: dict[str, Any], observations: dict[str, Any], bearers: list[str], nonce: str = ""
+) -> list[str]:
+    """Every failed check of one case, as text; empty means the case passed."""
+    failures: list[str] = []
+    document = {
+        "steps": {s["id"]: s for s in result.get("steps", [])},
+        "worker": assertions.derive_worker_fields(observations),
+        "case": {"id": case.id, "level": case.level},
+    }
+    if result.get("fatal"):
+        failures.append(f"client reported a fatal problem: {result['fatal']}")
+    for assertion in case.assertions:
+        outcome = assertions.evaluate(substitute(assertion, nonce), document)
+        if not outcome.ok:
+            failures.append(outcome.description)
+    # Suite-wide rule (C5): no bearer may appear in anything the client reports,
+    # including error messages.
+    text = json.dumps(result)
+    for bearer in bearers:
+        if len(bearer) >= 8 and bearer in text:
+            failures.append("a bearer appeared in the client's report (error text or values)")
+    return failures
