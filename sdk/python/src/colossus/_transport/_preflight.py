@@ -135,8 +135,6 @@ async def preflight_async(
         raise _classify(exc) from None
     finally:
         if writer is not None:
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except (OSError, ssl.SSLError):
-                pass
+            # No graceful TLS shutdown: nothing was sent, and waiting for the peer's
+            # close_notify can take the loop's full SSL shutdown timeout.
+            writer.transport.abort()
