@@ -21,6 +21,9 @@ from typing import Any
 from .config import SCOPES, Limits, WorkerConfig
 from .credentials import Credential, Grant
 from .errors import JournalIntegrityError
+from .faults import add_arguments as add_fault_arguments
+from .faults import hooks_from_args
+from .sidecar.main import add_arguments as add_sidecar_arguments
 from .state import StateError, StateLocked
 
 EXIT_USAGE, EXIT_LOCKED, EXIT_STATE, EXIT_DELIVERY, EXIT_INTEGRITY = 2, 3, 4, 5, 6
@@ -77,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     admin.add_argument("--keyring-account", metavar="ACCOUNT",
                        help="account for --keyring-service (default: the application ID)")
     admin.add_argument("--output", choices=["text", "json"], default="text")
+    add_sidecar_arguments(p)
+    add_fault_arguments(p)
     return p
 
 
@@ -198,16 +203,24 @@ def _administer(args: argparse.Namespace, config: WorkerConfig) -> int:
         ws.close()
 
 
-async def _serve(config: WorkerConfig) -> int:
+async def _serve(config: WorkerConfig, args: argparse.Namespace) -> int:
     from .server import start_worker
 
-    worker = await start_worker(config)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await worker.stop()
+    try:
+        hooks, control = hooks_from_args(args)  # (None, None) unless fault injection is on
+    except (ValueError, OSError) as exc:
+        raise _UsageError(str(exc)) from None
+    try:
+        worker = await start_worker(config, hooks)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await worker.stop()
+    finally:
+        if control is not None:
+            control.close()
     return 0
 
 
@@ -215,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.sidecar:
+        from .sidecar.main import run as run_sidecar
+
+        return run_sidecar(args)
     try:
         config = _config(args)
         admin = (args.enroll_application or args.rotate_credential or args.revoke_credential
@@ -223,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             return _administer(args, config)
         if args.scope or args.role or args.tool or args.bearer_fd is not None:
             raise _UsageError("--scope, --role, --tool and --bearer-fd need an enrolment action")
-        return asyncio.run(_serve(config))
+        return asyncio.run(_serve(config, args))
     except _UsageError as exc:
         sys.stderr.write(f"colossus-reference-worker: error: {exc} (see --help)\n")
         return EXIT_USAGE

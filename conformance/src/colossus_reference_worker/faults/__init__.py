@@ -8,6 +8,9 @@ never import this package.
 
 from __future__ import annotations
 
+import argparse
+
+from ..hooks import WorkerHooks
 from .control import FaultControlServer
 from .hooks import FaultHooks, FaultState
 from .listener import ListenerVariant, build_listener_context
@@ -18,6 +21,8 @@ __all__ = [
     "FaultHooks",
     "FaultSpecError",
     "FaultState",
+    "add_arguments",
+    "hooks_from_args",
     "ListenerVariant",
     "build_listener_context",
     "enable",
@@ -38,3 +43,27 @@ def enable(
     control = FaultControlServer(socket_path, state)
     control.start()
     return hooks, control
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fault-injection flags of the worker's command line (off by default)."""
+    group = parser.add_argument_group(
+        "fault injection for the conformance suite (see conformance/docs/fault-control.md)")
+    group.add_argument("--fault-control-socket", metavar="PATH",
+                       help="create a 0600 Unix socket that arms deliberate faults")
+    group.add_argument("--fault-listener", choices=[v.value for v in ListenerVariant],
+                       help="serve a deliberately wrong TLS listener (needs "
+                            "--fault-control-socket)")
+
+
+def hooks_from_args(
+    args: argparse.Namespace,
+) -> tuple[WorkerHooks | None, FaultControlServer | None]:
+    """``(hooks, control)`` when fault injection was asked for, else ``(None, None)``."""
+    path = getattr(args, "fault_control_socket", None)
+    listener = getattr(args, "fault_listener", None)
+    if path is None:
+        if listener is not None:
+            raise ValueError("--fault-listener needs --fault-control-socket")
+        return None, None
+    return enable(path, listener)
