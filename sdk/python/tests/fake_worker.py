@@ -155,6 +155,7 @@ class Behaviour:
     pages: list[tuple[list[str], str]] = field(default_factory=list)
     artifacts: dict[str, tuple[artifacts_pb2.Artifact, bytes]] = field(default_factory=dict)
     tamper_download: str | None = None
+    delay: dict[str, float] = field(default_factory=dict)
     deployment_mode: int = system_pb2.DEPLOYMENT_MODE_SHARED_DAEMON
 
 
@@ -204,6 +205,7 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
             self.calls.append((method, request, md))
         if md.get("authorization") != f"Bearer {BEARER}":
             abort(context, grpc.StatusCode.UNAUTHENTICATED, "CREDENTIAL_INVALID")
+        time.sleep(self.b.delay.get(method, 0.0))
         queue = self.b.fail.get(method)
         if queue:
             code, reason = queue.pop(0)
