@@ -89,16 +89,12 @@ class WatchCore(Generic[C]):
         if sequence <= self.last_sequence:
             seen = self._recent_index.get(sequence)
             if seen is None:
-                if sequence < 1 or self._recent or self.last_sequence == 0:
-                    raise ProtocolViolationError(
-                        f"the watch replayed sequence {sequence}, which cannot be verified",
-                        reason="WATCH_REPLAY_UNVERIFIABLE",
-                    )
-                # Resumed from a caller-supplied cursor: nothing delivered yet to compare.
+                # Older than the replay window, or at/before a cursor the caller supplied:
+                # its content cannot be compared, so it cannot be accepted as a replay.
                 raise ProtocolViolationError(
-                    f"the watch sent sequence {sequence} at or before the cursor "
-                    f"{self.last_sequence}",
-                    reason="WATCH_BEFORE_CURSOR",
+                    f"the watch re-sent sequence {sequence}, which cannot be verified "
+                    f"(cursor {self.last_sequence})",
+                    reason="WATCH_REPLAY_UNVERIFIABLE",
                 )
             if seen != content:
                 raise ProtocolViolationError(

@@ -1,0 +1,80 @@
+"""S5: one mapping from gRPC code + ErrorInfo reason to the typed hierarchy."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from fake_worker import status_details
+
+import colossus
+from colossus._errors import map_status
+
+
+def _trailers(code: grpc.StatusCode, reason: str, **kw: object) -> tuple[tuple[str, bytes], ...]:
+    return (("grpc-status-details-bin", status_details(code, reason, **kw)),)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "cls"),
+    [
+        (grpc.StatusCode.UNAUTHENTICATED, "CREDENTIAL_REVOKED", colossus.AuthenticationError),
+        (grpc.StatusCode.PERMISSION_DENIED, "SCOPE_MISSING", colossus.PermissionDeniedError),
+        (grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND", colossus.NotFoundError),
+        (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_INVALID", colossus.InvalidArgumentError),
+        (grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_CONFLICT", colossus.IdempotencyConflictError),
+        (grpc.StatusCode.FAILED_PRECONDITION, "RUN_TERMINAL", colossus.FailedPreconditionError),
+        (grpc.StatusCode.FAILED_PRECONDITION, "CAPABILITY_NOT_SUPPORTED", colossus.CapabilityMissingError),
+        (grpc.StatusCode.RESOURCE_EXHAUSTED, "WATCH_LIMIT", colossus.ResourceExhaustedError),
+        (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE", colossus.TransportError),
+        (grpc.StatusCode.DATA_LOSS, "JOURNAL_INTEGRITY", colossus.DataLossError),
+        (grpc.StatusCode.INTERNAL, "INTERNAL", colossus.InternalServerError),
+        (grpc.StatusCode.DEADLINE_EXCEEDED, "", colossus.DeadlineExceededError),
+        (grpc.StatusCode.INVALID_ARGUMENT, "SOME_FUTURE_REASON", colossus.InvalidArgumentError),
+    ],
+)
+def test_mapping(code: grpc.StatusCode, reason: str, cls: type[colossus.ColossusError]) -> None:
+    trailers = _trailers(code, reason, metadata={"field": "input"}) if reason else ()
+    error = map_status(code, "text", trailers)
+    assert type(error) is cls
+    assert error.code is code
+    assert error.reason == (reason or None)
+    if reason:
+        assert error.metadata == {"field": "input"}
+    assert isinstance(error, colossus.ColossusError)
+
+
+def test_foreign_domain_and_garbage_fall_back_to_the_code() -> None:
+    foreign = (("grpc-status-details-bin",
+                status_details(grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_CONFLICT", domain="example.com")),)
+    error = map_status(grpc.StatusCode.ALREADY_EXISTS, "x", foreign)
+    assert type(error) is colossus.ApiError and error.reason is None
+    junk = (("grpc-status-details-bin", b"\xff\x00garbage"),)
+    assert map_status(grpc.StatusCode.NOT_FOUND, "x", junk).reason is None
+    assert map_status(grpc.StatusCode.NOT_FOUND, "x", None).reason is None
+
+
+@pytest.mark.parametrize(
+    "code",
+    [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL,
+     grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED],
+)
+def test_ambiguous_mutation_failures_are_outcome_unknown(code: grpc.StatusCode) -> None:
+    error = map_status(code, "x", (), mutation=True, idempotency_key="k1")
+    assert isinstance(error, colossus.OutcomeUnknownError)
+    assert error.idempotency_key == "k1"
+    assert "idempotency_key=k1" in str(error)
+
+
+def test_definite_mutation_failures_keep_their_type() -> None:
+    error = map_status(grpc.StatusCode.INVALID_ARGUMENT, "x",
+                       _trailers(grpc.StatusCode.INVALID_ARGUMENT, "FIELD_INVALID"), mutation=True)
+    assert type(error) is colossus.InvalidArgumentError
+
+
+def test_error_is_data() -> None:
+    error = colossus.WatchGapError("gap", reason="WATCH_GAP", metadata={"expected": "2"})
+    assert isinstance(error, colossus.ProtocolViolationError)
+    assert error.metadata["expected"] == "2"
+    with pytest.raises(TypeError):
+        error.metadata["x"] = "y"  # type: ignore[index]
+    assert "reason=WATCH_GAP" in str(error) and "WatchGapError" in repr(error)

@@ -1,0 +1,79 @@
+"""The sans-IO watch state machine on its own: dedup window, gaps, reconciliation, budget."""
+
+from __future__ import annotations
+
+import pytest
+from fake_worker import make_run
+
+import colossus
+from colossus import _convert
+from colossus._watch_core import REPLAY_WINDOW, CloseAction, Verdict, WatchCore
+from colossus.api.v1alpha1 import runs_pb2
+
+POLICY = colossus.RetryPolicy(max_attempts=3, initial_backoff=0.1, max_backoff=0.15)
+
+
+def core(after: int = 0) -> WatchCore[str]:
+    return WatchCore("run_1", after, POLICY)
+
+
+def test_dedup_and_window() -> None:
+    c = core()
+    for i in range(1, REPLAY_WINDOW + 11):
+        assert c.on_event("run_1", i, f"e{i}", terminal=False) is Verdict.DELIVER
+    assert c.on_event("run_1", REPLAY_WINDOW + 10, f"e{REPLAY_WINDOW + 10}", terminal=False) is Verdict.DROP
+    assert c.on_event("run_1", 11, "e11", terminal=False) is Verdict.DROP
+    assert len(c._recent) == REPLAY_WINDOW
+    with pytest.raises(colossus.ProtocolViolationError) as info:
+        c.on_event("run_1", 5, "e5", terminal=False)  # older than the window
+    assert info.value.reason == "WATCH_REPLAY_UNVERIFIABLE"
+
+
+def test_before_caller_cursor_is_refused() -> None:
+    c = core(after=10)
+    with pytest.raises(colossus.ProtocolViolationError):
+        c.on_event("run_1", 10, "x", terminal=False)
+    assert c.on_event("run_1", 11, "x", terminal=False) is Verdict.DELIVER
+
+
+def test_event_after_terminal_is_refused() -> None:
+    c = core()
+    c.on_event("run_1", 1, "a", terminal=True)
+    assert c.finished_stream
+    with pytest.raises(colossus.ProtocolViolationError):
+        c.on_event("run_1", 2, "b", terminal=False)
+
+
+def test_budget_resets_on_progress() -> None:
+    c = core()
+    first = c.on_retryable_failure()
+    second = c.on_retryable_failure()
+    assert first is not None and second is not None
+    assert (first.attempt, second.attempt) == (1, 2)
+    assert all(0 <= r.delay <= 0.15 for r in (first, second))
+    assert c.on_retryable_failure() is None
+    c.on_event("run_1", 1, "a", terminal=False)
+    resumed = c.on_retryable_failure()
+    assert resumed is not None and resumed.attempt == 1 and resumed.after_sequence == 1
+
+
+def _run(status: int, last: int, run_id: str = "run_1") -> colossus.Run:
+    return _convert.run(make_run(run_id, status=status, last_sequence=last))
+
+
+def test_reconcile() -> None:
+    c = core()
+    c.on_event("run_1", 1, "a", terminal=False)
+    c.on_event("run_1", 2, "b", terminal=True)
+    assert c.on_clean_close(_run(runs_pb2.RUN_STATUS_SUCCEEDED, 2)) is CloseAction.COMPLETE
+    with pytest.raises(colossus.ProtocolViolationError):
+        c.on_clean_close(_run(runs_pb2.RUN_STATUS_SUCCEEDED, 3))
+    with pytest.raises(colossus.ProtocolViolationError):
+        c.on_clean_close(_run(runs_pb2.RUN_STATUS_SUCCEEDED, 2, "run_2"))
+    with pytest.raises(colossus.ProtocolViolationError):
+        c.on_clean_close(_run(runs_pb2.RUN_STATUS_RUNNING, 2))  # saw terminal, run says running
+    fresh = core()
+    fresh.on_event("run_1", 1, "a", terminal=False)
+    assert fresh.on_clean_close(_run(runs_pb2.RUN_STATUS_RUNNING, 1)) is CloseAction.RESUME
+    with pytest.raises(colossus.ProtocolViolationError):
+        fresh.on_clean_close(_run(runs_pb2.RUN_STATUS_RUNNING, 0))
