@@ -1,0 +1,89 @@
+"""W15 listener variants, seen by a raw Python ``ssl`` client.
+
+The discovery files must keep advertising the genuine identity; only the live
+handshake shows the problem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import ssl
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+from worker_harness import FaultControl, Worker, private_dir
+
+
+def handshake(worker, *, tls13_only: bool, verify_pem: bytes | None):
+    """(tls version, DER chain) of one handshake, or raises ssl.SSLError."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3 if tls13_only else ssl.TLSVersion.TLSv1_2
+    ctx.set_alpn_protocols(["h2"])
+    if verify_pem is None:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    else:
+        ctx.load_verify_locations(cadata=verify_pem.decode())
+    host, port = worker.address
+    with socket.create_connection((host, port), timeout=10) as raw, \
+            ctx.wrap_socket(raw, server_hostname=host) as tls:
+        chain = [c.public_bytes(ssl._ssl.ENCODING_DER)  # type: ignore[attr-defined]
+                 for c in tls._sslobj.get_unverified_chain()]
+        return tls.version(), chain
+
+
+@pytest.fixture(scope="module", params=["tls12", "foreign-leaf", "leaf-with-intermediate"])
+def variant(request, short_tmp):
+    name = request.param
+    pub = private_dir(short_tmp / f"pub-{name}")
+    sock = short_tmp / f"{name}.sock"
+    worker = Worker.start(pub, "--fault-control-socket", str(sock), "--fault-listener", name)
+    control = FaultControl(sock)
+    control.begin(f"listener-{name}")
+    try:
+        yield name, worker, control
+    finally:
+        control.close()
+        worker.terminate()
+
+
+def test_discovery_files_stay_truthful(variant):
+    _, worker, _ = variant
+    desc = json.loads((worker.public_dir / "endpoint.json").read_text())
+    der = x509.load_pem_x509_certificate(worker.certificate_pem).public_bytes(Encoding.DER)
+    assert desc["certificate_sha256"] == hashlib.sha256(der).hexdigest()
+
+
+def test_live_handshake_reveals_the_variant(variant):
+    name, worker, control = variant
+    pin = worker.certificate_sha256
+    if name == "tls12":
+        version, chain = handshake(worker, tls13_only=False, verify_pem=worker.certificate_pem)
+        assert version == "TLSv1.2"
+        assert hashlib.sha256(chain[0]).hexdigest() == pin
+        with pytest.raises(ssl.SSLError):
+            handshake(worker, tls13_only=True, verify_pem=worker.certificate_pem)
+    elif name == "foreign-leaf":
+        version, chain = handshake(worker, tls13_only=True, verify_pem=None)
+        assert version == "TLSv1.3" and len(chain) == 1
+        assert hashlib.sha256(chain[0]).hexdigest() != pin
+        leaf = x509.load_der_x509_certificate(chain[0])
+        assert leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
+        with pytest.raises(ssl.SSLError):  # a pinned client refuses it
+            handshake(worker, tls13_only=True, verify_pem=worker.certificate_pem)
+    else:
+        version, chain = handshake(worker, tls13_only=True, verify_pem=None)
+        assert version == "TLSv1.3" and len(chain) == 2
+        assert hashlib.sha256(chain[0]).hexdigest() == pin
+        extra = x509.load_der_x509_certificate(chain[1])
+        assert extra.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is True
+
+    conns = control.observations()["connections"]
+    assert conns, "the handshakes were observed"
+    if name == "tls12":
+        assert conns[0]["tls_version"] == "TLSv1.2" and conns[0]["handshake_completed"]
+        failed = [c for c in conns if not c["handshake_completed"]]
+        assert failed and failed[0]["tls_version"] is None
