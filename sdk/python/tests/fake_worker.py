@@ -156,6 +156,7 @@ class Behaviour:
     artifacts: dict[str, tuple[artifacts_pb2.Artifact, bytes]] = field(default_factory=dict)
     tamper_download: str | None = None
     delay: dict[str, float] = field(default_factory=dict)
+    on_call: Any = None
     deployment_mode: int = system_pb2.DEPLOYMENT_MODE_SHARED_DAEMON
 
 
@@ -205,6 +206,8 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
             self.calls.append((method, request, md))
         if md.get("authorization") != f"Bearer {BEARER}":
             abort(context, grpc.StatusCode.UNAUTHENTICATED, "CREDENTIAL_INVALID")
+        if self.b.on_call is not None:
+            self.b.on_call(method)
         time.sleep(self.b.delay.get(method, 0.0))
         queue = self.b.fail.get(method)
         if queue:
@@ -345,6 +348,17 @@ def _sidecar_main(argv: list[str]) -> int:
         Path(request["state_dir"], "crashed").write_text("1")
         time.sleep(0.3)
         os._exit(3)
+    if mode == "crash-on-cancel":
+        state = Path(request["state_dir"])
+
+        def on_call(method: str) -> None:
+            with open(state / "calls.log", "a") as log:
+                log.write(method + "\n")
+            if method == "CancelRun" and not (state / "crashed").exists():
+                (state / "crashed").write_text("1")
+                os._exit(3)
+
+        worker.b.on_call = on_call
     if mode == "crash-always":
         time.sleep(0.3)
         os._exit(3)

@@ -1,0 +1,141 @@
+"""S7 sidecar: no-shell spawn, bootstrap validation, bounded restarts, group kill."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import colossus
+from colossus._sidecar import parse_reply
+
+TESTS = Path(__file__).resolve().parents[1]
+SRC = TESTS.parent / "src"
+
+
+@pytest.fixture
+def fake_exe(tmp_path: Path) -> Path:
+    exe = tmp_path / "fake-sidecar"
+    exe.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        f"sys.path[:0] = [{str(TESTS)!r}, {str(SRC)!r}]\n"
+        "from fake_worker import _sidecar_main\n"
+        "sys.exit(_sidecar_main(sys.argv[1:]))\n"
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return exe
+
+
+def opts(exe: Path, *extra: str, **kw: object) -> colossus.SidecarOptions:
+    values: dict[str, object] = dict(
+        executable=exe, application_id="my-app", extra_args=extra, startup_timeout=20.0,
+        shutdown_grace=2.0, inherit_stderr=False,
+        restart_backoff=colossus.RetryPolicy(max_attempts=4, initial_backoff=0.01, max_backoff=0.02),
+        retry=colossus.RetryPolicy(max_attempts=6, initial_backoff=0.2, max_backoff=0.5),
+    )
+    values.update(kw)
+    return colossus.SidecarOptions(**values)  # type: ignore[arg-type]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_quick_start_and_group_kill(fake_exe: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "grandchild.pid"
+    client = colossus.Client.start_sidecar(opts(fake_exe, f"--marker={marker}"))
+    try:
+        assert client.server_info.deployment_mode is colossus.DeploymentMode.SIDECAR
+        events = list(client.runs.watch("run_1"))
+        assert [e.sequence for e in events] == [1, 2]
+        grandchild = int(marker.read_text())
+        assert _alive(grandchild)
+    finally:
+        client.close()
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild)
+
+
+@pytest.mark.parametrize(
+    ("mode", "error"),
+    [
+        ("bad-pin", colossus.PinMismatchError),
+        ("extra-member", colossus.SidecarError),
+        ("error", colossus.SidecarError),
+        ("bad-bearer", colossus.SidecarError),
+    ],
+)
+def test_bootstrap_reply_is_validated(fake_exe: Path, mode: str, error: type[Exception]) -> None:
+    with pytest.raises(error) as info:
+        colossus.Client.start_sidecar(opts(fake_exe, f"--fake={mode}"))
+    if mode == "error":
+        assert info.value.metadata["code"] == "state_dir_invalid"  # type: ignore[attr-defined]
+
+
+def test_unexpected_exit_is_restarted_and_reads_resume(fake_exe: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with colossus.Client.start_sidecar(opts(fake_exe, "--fake=crash-once", state_dir=state)) as client:
+        time.sleep(0.8)  # the worker exits after 0.3 s
+        run = client.runs.get("run_1")  # a read: retried after the restart
+        assert run.status is colossus.RunStatus.SUCCEEDED
+
+
+def test_restarts_are_bounded(fake_exe: Path) -> None:
+    client = colossus.Client.start_sidecar(opts(fake_exe, "--fake=crash-always", max_restarts=1))
+    try:
+        time.sleep(0.8)
+        with pytest.raises((colossus.SidecarError, colossus.TransportError)):
+            for _ in range(5):
+                client.runs.get("run_1")
+                time.sleep(0.8)
+    finally:
+        client.close()
+
+
+def test_mutations_are_not_replayed_across_a_restart(fake_exe: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with colossus.Client.start_sidecar(opts(fake_exe, "--fake=crash-on-cancel", state_dir=state)) as client:
+        with pytest.raises(colossus.OutcomeUnknownError):
+            client.runs.cancel("run_1")  # the worker dies while handling it
+        time.sleep(0.3)
+        assert client.runs.get("run_1").run_id == "run_1"  # a read after the restart
+    calls = (state / "calls.log").read_text().split()
+    assert calls.count("CancelRun") == 1
+
+
+def test_state_dir_must_be_private(fake_exe: Path, tmp_path: Path) -> None:
+    state = tmp_path / "open"
+    state.mkdir(mode=0o755)
+    os.chmod(state, 0o755)
+    with pytest.raises(colossus.SidecarError):
+        colossus.Client.start_sidecar(opts(fake_exe, state_dir=state))
+
+
+def test_reply_parser_rejects_bad_members() -> None:
+    with pytest.raises(colossus.SidecarError):
+        parse_reply(b'{"version": 2}')
+    with pytest.raises(colossus.SidecarError):
+        parse_reply(b'{"version": 1, "error": "x"}')
+    with pytest.raises(colossus.SidecarError):
+        parse_reply(b"[]")
+
+
+async def test_async_sidecar(fake_exe: Path) -> None:
+    client = await colossus.AsyncClient.start_sidecar(opts(fake_exe))
+    async with client:
+        assert client.server_info.deployment_mode is colossus.DeploymentMode.SIDECAR
+        got = [e.sequence async for e in client.runs.watch("run_1")]
+        assert got == [1, 2]
