@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import socket
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -94,6 +95,10 @@ class _Gate(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         transport.pause_reading()
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._listener.accept(transport, self._inner_factory)
 
     def data_received(self, data: bytes) -> None:  # never: reading is paused until TLS
