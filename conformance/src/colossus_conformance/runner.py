@@ -275,6 +275,7 @@ class Suite:
             except Exception as exc:  # noqa: BLE001
                 result.details.append(f"worker observations unavailable: {exc}")
         result.seconds = time.monotonic() - started
+        self._record(sdk, prepared, exchange, observations)
         if exchange.status != "ok" or exchange.result is None:
             result.details.append(f"client {exchange.status}: {exchange.detail}")
             return result, exchange
@@ -282,6 +283,22 @@ class Suite:
         if not result.details:
             result.status = PASS
         return result, exchange
+
+    def _record(self, sdk: str, prepared: PreparedCase, exchange: Exchange, observations: dict[str, Any]) -> None:
+        """Appends the raw exchange to ``logs/<sdk>-cases.jsonl`` for post-mortems.
+
+        The instruction holds no bearer (those travel on the bearer pipe), so
+        the log is safe to keep and to attach to a bug report.
+        """
+        record = {
+            "instruction": prepared.instruction,
+            "status": exchange.status,
+            "detail": exchange.detail,
+            "result": exchange.result,
+            "worker": observations,
+        }
+        with open(self.log_dir / f"{sdk}-cases.jsonl", "a") as out:
+            out.write(json.dumps(record) + "\n")
 
     @staticmethod
     def _reconcile(result: CaseResult, entries: list[known_failures.Entry]) -> CaseResult:

@@ -1,0 +1,463 @@
+"""Conformance client for the Python SDK (``colossus``).
+
+It speaks the client protocol of ``conformance/docs/client-protocol.md``: JSON
+lines on stdin/stdout, bearers as length-prefixed frames on the descriptor
+named by ``--bearer-fd`` (or the named pipe given by ``--bearer-fifo``). It
+uses only the SDK's public API, performs each step it is told to, and reports
+what happened. It never decides whether a case passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import logging
+import os
+import struct
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import colossus
+
+PROTOCOL_VERSION = 1
+log = logging.getLogger("conformance-client")
+
+
+# -- errors ------------------------------------------------------------------------------
+
+# Most specific classes first: the first isinstance match wins.
+_KINDS: list[tuple[type[BaseException], str]] = [
+    (colossus.IncompatibleServerError, "compatibility"),
+    (colossus.TrustError, "trust"),
+    (colossus.CredentialError, "credential"),
+    (colossus.WatchGapError, "watch_gap"),
+    (colossus.ArtifactIntegrityError, "integrity"),
+    (colossus.ProtocolViolationError, "protocol_violation"),
+    (colossus.OutcomeUnknownError, "outcome_unknown"),
+    (colossus.DeadlineExceededError, "timeout"),
+    (colossus.WatchIdleTimeoutError, "timeout"),
+    (colossus.TransportError, "transport"),
+    (colossus.AuthenticationError, "authentication"),
+    (colossus.PermissionDeniedError, "permission"),
+    (colossus.NotFoundError, "not_found"),
+    (colossus.IdempotencyConflictError, "idempotency_conflict"),
+    (colossus.InvalidArgumentError, "invalid_argument"),
+    (colossus.CapabilityMissingError, "capability_missing"),
+    (colossus.FailedPreconditionError, "failed_precondition"),
+    (colossus.ResourceExhaustedError, "resource_exhausted"),
+    (colossus.DataLossError, "integrity"),
+    (colossus.InternalServerError, "internal"),
+]
+
+
+def error_view(exc: BaseException) -> dict[str, Any]:
+    """Maps an exception to the protocol's language-neutral error object."""
+    kind = "other"
+    for cls, name in _KINDS:
+        if isinstance(exc, cls):
+            kind = name
+            break
+    code = getattr(exc, "code", None)
+    reason = getattr(exc, "reason", None)
+    return {
+        "kind": kind,
+        "grpc_code": code.name if code is not None and hasattr(code, "name") else None,
+        "reason": reason if isinstance(reason, str) else None,
+        "sdk_type": type(exc).__name__,
+        # str() of SDK errors is designed to be safe to show; the runner also
+        # checks that no bearer ever appears here.
+        "message": str(exc)[:2000],
+    }
+
+
+# -- views: SDK models to plain JSON -----------------------------------------------------
+
+
+def _enum(value: Any) -> Any:
+    return value.name if value is not None and hasattr(value, "name") else value
+
+
+def interaction_view(i: colossus.Interaction | None) -> dict[str, Any] | None:
+    if i is None:
+        return None
+    view: dict[str, Any] = {"interaction_id": i.interaction_id}
+    if i.prompt is not None:
+        view.update(kind="prompt", question=i.prompt.question, choices=list(i.prompt.choices))
+    elif i.approval is not None:
+        a = i.approval
+        view.update(
+            kind="approval",
+            action_class=_enum(a.action_class),
+            display_category=a.display_category,
+            origin=a.origin,
+            binding=a.binding,
+        )
+    return view
+
+
+def run_view(r: colossus.Run) -> dict[str, Any]:
+    result = None
+    if r.result is not None:
+        result = {
+            "output_text": r.result.output_text,
+            "failure_code": r.result.failure.code if r.result.failure else None,
+            "plan": (
+                {"plan_id": r.result.plan.plan_id, "revision": r.result.plan.revision, "status": _enum(r.result.plan.status)}
+                if r.result.plan
+                else None
+            ),
+        }
+    return {
+        "run_id": r.run_id,
+        "session_id": r.session_id,
+        "mode": _enum(r.mode),
+        "role": r.role,
+        "status": _enum(r.status),
+        "last_sequence": r.last_sequence,
+        "idempotency_key": r.idempotency_key,
+        "end_user_id": r.end_user_id,
+        "max_turns": r.max_turns,
+        "pending_interaction": interaction_view(r.pending_interaction),
+        "result": result,
+    }
+
+
+def event_view(e: colossus.RunEvent) -> dict[str, Any]:
+    view: dict[str, Any] = {"run_id": e.run_id, "sequence": e.sequence}
+    p = e.payload
+    if isinstance(p, colossus.StatusChanged):
+        view.update(kind="status_changed", previous_status=_enum(p.previous_status), status=_enum(p.status))
+    elif isinstance(p, colossus.OutputDelta):
+        view.update(kind="output_delta", text=p.text)
+    elif isinstance(p, colossus.InteractionRequested):
+        view.update(kind="interaction_requested", interaction=interaction_view(p.interaction))
+    elif isinstance(p, colossus.InteractionResolved):
+        view.update(kind="interaction_resolved", interaction_id=p.interaction_id, outcome=_enum(p.outcome), choice=p.choice)
+    elif isinstance(p, colossus.ToolActivity):
+        view.update(kind="tool_activity", action_class=_enum(p.action_class),
+                    display_category=p.display_category, phase=_enum(p.phase))
+    elif isinstance(p, colossus.RunTerminated):
+        view.update(kind="terminated", terminal_status=_enum(p.status))
+    else:
+        view.update(kind="unknown")
+    return view
+
+
+def server_info_view(s: colossus.ServerInfo) -> dict[str, Any]:
+    limits = {name: getattr(s.limits, name) for name in s.limits.__dataclass_fields__}
+    for bucket in ("create_rate", "create_rate_per_application"):
+        b = limits[bucket]
+        limits[bucket] = {"refill_per_second": b.refill_per_second, "burst": b.burst}
+    return {
+        "instance_id": s.instance_id,
+        "api_package": s.api_package,
+        "api_version": s.api_version,
+        "api_major": s.api_major,
+        "deployment_mode": _enum(s.deployment_mode),
+        "capabilities": sorted(s.capabilities),
+        "limits": limits,
+    }
+
+
+def artifact_view(a: colossus.Artifact) -> dict[str, Any]:
+    return {
+        "artifact_id": a.artifact_id,
+        "media_type": a.media_type,
+        "size_bytes": a.size_bytes,
+        "sha256": a.sha256,
+        "display_name": a.display_name,
+    }
+
+
+# -- references --------------------------------------------------------------------------
+
+
+class UnresolvedReference(Exception):
+    pass
+
+
+def resolve(value: Any, results: dict[str, dict[str, Any]]) -> Any:
+    """Replaces ``$step.path`` strings by values from earlier steps' reports."""
+    if isinstance(value, str) and value.startswith("$") and len(value) > 1:
+        step, *path = value[1:].split(".")
+        current: Any = results.get(step, {}).get("value")
+        for segment in path:
+            if isinstance(current, list) and segment.lstrip("-").isdigit():
+                index = int(segment)
+                if not -len(current) <= index < len(current):
+                    raise UnresolvedReference(value)
+                current = current[index]
+            elif isinstance(current, dict) and segment in current:
+                current = current[segment]
+            else:
+                raise UnresolvedReference(value)
+        if current is None:
+            raise UnresolvedReference(value)
+        return current
+    if isinstance(value, list):
+        return [resolve(v, results) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve(v, results) for k, v in value.items()}
+    return value
+
+
+# -- one case ----------------------------------------------------------------------------
+
+
+class CaseRun:
+    """Executes the steps of one case against one or more SDK clients."""
+
+    def __init__(self, instruction: dict[str, Any], bearers: dict[str, str]):
+        self.instruction = instruction
+        self.connections = {c["name"]: c for c in instruction["connections"]}
+        self.default = instruction["connections"][0]["name"] if instruction["connections"] else None
+        self.bearers = bearers
+        self.clients: dict[str, colossus.Client] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+
+    def client(self, name: str | None) -> colossus.Client:
+        name = name or self.default
+        if name in self.clients:
+            return self.clients[name]
+        spec = self.connections[name]
+        if spec["placement"] == "sidecar":
+            grant = spec["grant"]
+            options = colossus.SidecarOptions(
+                executable=spec["worker_command"][0],
+                extra_args=tuple(spec["worker_command"][1:]),
+                application_id=spec["application_id"],
+                scopes=tuple(grant["scopes"]),
+                roles=tuple(grant["roles"]),
+                tools=tuple(grant["tools"]),
+                state_dir=Path(spec["state_dir"]),
+                timeout=15.0,
+            )
+            client = colossus.Client.start_sidecar(options)
+        else:
+            options = colossus.DaemonOptions(
+                public_api_dir=Path(spec["public_api_dir"]),
+                expected_instance_id=spec["expected_instance_id"],
+                expected_certificate_sha256=spec["expected_certificate_sha256"],
+                expected_deployment_mode=colossus.DeploymentMode[spec.get("expected_deployment_mode", "SHARED_DAEMON")],
+                credentials=colossus.InMemoryCredentialProvider(self.bearers[name]),
+                timeout=15.0,
+                connect_timeout=10.0,
+            )
+            client = colossus.Client.connect(options)
+        self.clients[name] = client
+        return client
+
+    def run(self) -> dict[str, Any]:
+        reports = []
+        for step in self.instruction["steps"]:
+            report: dict[str, Any] = {"id": step["id"], "op": step["op"]}
+            started = time.monotonic()
+            try:
+                args = resolve(step.get("args", {}), self.results)
+                value, hooks = self.perform(step["op"], args, report)
+                report["value"] = value
+                if hooks:
+                    report["hooks"] = hooks
+            except UnresolvedReference as exc:
+                report["error"] = {"kind": "unresolved_reference", "message": f"cannot resolve {exc}"}
+            except Exception as exc:  # noqa: BLE001 - every failure is an observation
+                log.debug("step %s failed: %s", step["id"], traceback.format_exc())
+                report["error"] = error_view(exc)
+                if isinstance(exc, (ValueError, TypeError, KeyError)) and not isinstance(exc, colossus.ColossusError):
+                    report["error"]["kind"] = "unsupported" if isinstance(exc, KeyError) else report["error"]["kind"]
+                key = getattr(exc, "idempotency_key", None)
+                if key:
+                    report.setdefault("value", {})["idempotency_key"] = key
+            report["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
+            self.results[step["id"]] = report
+            reports.append(report)
+        return {"type": "result", "case": self.instruction["case"], "steps": reports}
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001
+                log.debug("close failed: %s", traceback.format_exc())
+        self.clients.clear()
+
+    # -- operations ------------------------------------------------------------
+
+    def perform(self, op: str, args: dict[str, Any], report: dict[str, Any]) -> tuple[dict[str, Any], list]:
+        if op == "sleep":
+            time.sleep(float(args.get("seconds", 0)))
+            return {}, []
+        conn = args.get("conn")
+        if op == "close":
+            client = self.clients.pop(conn or self.default, None)
+            if client is not None:
+                client.close()
+            return {}, []
+        client = self.client(conn)
+        if op == "connect":
+            return {"server_info": server_info_view(client.server_info)}, []
+        if op == "create_run":
+            return self.create_run(client, args), []
+        if op == "get_run":
+            return {"run": run_view(client.runs.get(args["run_id"]))}, []
+        if op == "cancel_run":
+            return {"run": run_view(client.runs.cancel(args["run_id"]))}, []
+        if op == "list_runs":
+            statuses = [colossus.RunStatus[s] for s in args.get("statuses", [])]
+            runs = list(client.runs.list(statuses=statuses, page_size=int(args.get("page_size", 0))))
+            return {"run_ids": [r.run_id for r in runs], "statuses": [_enum(r.status) for r in runs]}, []
+        if op == "watch":
+            return self.watch(client, args, report)
+        if op == "respond":
+            if "choice" in args:
+                answer: Any = colossus.PromptAnswer(choice=args["choice"])
+            else:
+                answer = colossus.ApprovalAnswer(
+                    binding=args["binding"], decision=colossus.ApprovalDecision[args.get("decision", "APPROVE")]
+                )
+            return {"run": run_view(client.runs.respond(args["run_id"], args["interaction_id"], answer))}, []
+        if op == "upload_artifact":
+            if "text" in args:
+                data = args["text"].encode()
+            elif "data_base64" in args:
+                data = base64.b64decode(args["data_base64"])
+            else:
+                data = bytes(i % 251 for i in range(int(args["size_bytes"])))
+            artifact = client.artifacts.upload(data, media_type=args["media_type"], display_name=args.get("display_name"))
+            return {"artifact": artifact_view(artifact)}, []
+        if op == "download_artifact":
+            downloaded = client.artifacts.download(args["artifact_id"])
+            return {
+                "artifact": artifact_view(downloaded.artifact),
+                "size": len(downloaded.data),
+                "sha256": hashlib.sha256(downloaded.data).hexdigest(),
+            }, []
+        raise KeyError(f"unsupported op {op}")
+
+    def create_run(self, client: colossus.Client, args: dict[str, Any]) -> dict[str, Any]:
+        parts: list[Any] = []
+        for part in args.get("input", []):
+            if "text" in part:
+                parts.append(colossus.TextPart(text=part["text"]))
+            else:
+                parts.append(colossus.ArtifactPart(artifact_id=part["artifact_id"], media_type=part.get("media_type")))
+        kwargs: dict[str, Any] = {}
+        for name in ("idempotency_key", "role", "session_id", "end_user_id", "traceparent", "tracestate"):
+            if name in args:
+                kwargs[name] = args[name]
+        if "max_turns" in args:
+            kwargs["max_turns"] = int(args["max_turns"])
+        if "mode" in args:
+            kwargs["mode"] = colossus.RunMode[args["mode"]]
+        if "plan_action" in args:
+            pa = args["plan_action"]
+            kwargs["plan_action"] = colossus.PlanAction(
+                source_run_id=pa["source_run_id"], revision=int(pa["revision"]), kind=colossus.PlanActionKind[pa["kind"]]
+            )
+        if "research" in args:
+            r = args["research"]
+            kwargs["research"] = colossus.ResearchOptions(
+                depth=int(r["depth"]), lanes=tuple(colossus.EvidenceLane[x] for x in r["lanes"])
+            )
+        created = client.runs.create(parts, **kwargs)
+        return {"run": run_view(created.run), "replayed": created.replayed, "idempotency_key": created.idempotency_key}
+
+    def watch(self, client: colossus.Client, args: dict[str, Any], report: dict[str, Any]) -> tuple[dict[str, Any], list]:
+        events: list[dict[str, Any]] = []
+        hooks: list[dict[str, Any]] = []
+        until = args.get("until_kind")
+        limit = args.get("max_events")
+        completed = False
+
+        def on_reconnect(info: Any) -> None:
+            hooks.append({"hook": "reconnect", "after_sequence": info.after_sequence, "attempt": info.attempt})
+
+        # Partial observations survive a failure: the events delivered before
+        # the error are part of what the runner judges.
+        report["value"] = {"events": events, "completed": False}
+        with client.runs.watch(args["run_id"], after_sequence=int(args.get("after_sequence", 0)),
+                               on_reconnect=on_reconnect, idle_timeout=20.0) as watch:
+            stopped_early = False
+            try:
+                for event in watch:
+                    events.append(event_view(event))
+                    if (until and events[-1]["kind"] == until) or (limit and len(events) >= int(limit)):
+                        stopped_early = True
+                        break
+            finally:
+                if hooks:
+                    report["hooks"] = hooks
+            completed = not stopped_early
+        return {"events": events, "completed": completed, "reconnects": len(hooks)}, hooks
+
+
+# -- protocol loop -----------------------------------------------------------------------
+
+
+def read_frame(stream: BinaryIO) -> str:
+    header = stream.read(4)
+    if len(header) != 4:
+        raise EOFError("bearer pipe closed")
+    (length,) = struct.unpack(">I", header)
+    data = stream.read(length) if length else b""
+    if len(data) != length:
+        raise EOFError("bearer pipe closed mid-frame")
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def write(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bearer-fd", type=int)
+    parser.add_argument("--bearer-fifo")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="python-client: %(message)s")
+    if args.bearer_fd is not None:
+        bearer_stream: BinaryIO = os.fdopen(args.bearer_fd, "rb", buffering=0)
+    elif args.bearer_fifo:
+        bearer_stream = open(args.bearer_fifo, "rb", buffering=0)  # noqa: SIM115
+    else:
+        parser.error("--bearer-fd or --bearer-fifo is required")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        kind = message.get("type")
+        if kind == "hello":
+            write({
+                "type": "client_hello",
+                "protocol_version": PROTOCOL_VERSION,
+                "sdk": "python",
+                "sdk_version": getattr(colossus, "__version__", "0"),
+                "features": ["daemon", "sidecar", "reconnect_hook", "artifacts"],
+            })
+        elif kind == "shutdown":
+            return 0
+        elif kind == "case":
+            bearers = {c["name"]: read_frame(bearer_stream) for c in message["connections"] if c.get("bearer_frame")}
+            log.info("case %s", message["case"])
+            case = CaseRun(message, bearers)
+            try:
+                result = case.run()
+            except Exception as exc:  # noqa: BLE001
+                result = {"type": "result", "case": message["case"], "steps": [], "fatal": repr(exc)[:500]}
+            finally:
+                case.close()
+            write(result)
+        else:
+            log.error("unknown message type %r", kind)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
