@@ -69,6 +69,12 @@ def console(verdict: RunVerdict, wall_seconds: float) -> str:
     for p in verdict.all_problems():
         lines.append(f"RUN ERROR: {p}")
     lines.append(f"wall time {wall_seconds:.1f}s; result: {'OK' if verdict.ok else 'FAILED'}")
+    # A plain closing tally: expected failures count as passed (they are what
+    # the known-failure lists promise); every unexpected result counts as failed.
+    passed = sum(1 for r in results if r.status in (PASS, XFAIL))
+    failed = sum(1 for r in results if r.unexpected) + len(verdict.all_problems())
+    skipped = sum(1 for r in results if r.status == SKIPPED)
+    lines.append(f"conformance: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return "\n".join(lines)
 
 
