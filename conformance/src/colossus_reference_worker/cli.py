@@ -210,12 +210,14 @@ async def _serve(config: WorkerConfig, args: argparse.Namespace) -> int:
         hooks, control = hooks_from_args(args)  # (None, None) unless fault injection is on
     except (ValueError, OSError) as exc:
         raise _UsageError(str(exc)) from None
+    # Handlers go in before start-up: a SIGTERM that arrives just after the discovery
+    # files appear must still stop the worker gracefully (and remove them).
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     try:
         worker = await start_worker(config, hooks)
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         await worker.stop()
     finally:

@@ -120,6 +120,10 @@ async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, ou
     from ..state import StateError, StateLocked
 
     hooks, control = hooks_from_args(args)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     try:
         worker = await start_worker(config, hooks)
     except StateLocked:
@@ -133,8 +137,6 @@ async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, ou
         _reply_error(out_fd, "startup_failed", "the worker could not start")
         return EXIT_FAILED
 
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
     try:
         credential_id = _issue_and_reply(worker, request, out_fd)
     except Exception as exc:
@@ -146,8 +148,6 @@ async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, ou
         return EXIT_FAILED
     log.info("sidecar serving %s; credential %s", worker.endpoint, credential_id)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     watch_for_eof(in_fd, lambda: loop.call_soon_threadsafe(stop.set))
     try:
         await stop.wait()
