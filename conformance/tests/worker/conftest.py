@@ -121,7 +121,7 @@ class Client:
             if run.status in statuses:
                 return run
             assert time.monotonic() < deadline, f"run stuck in {run.status}"
-            time.sleep(0.02)
+            time.sleep(0.05)
 
     def raw_unary(self, method: str, payload: bytes, reply: Any) -> Any:
         call = self.channel.unary_unary(

@@ -31,6 +31,7 @@ class RunDriver:
         self.wake = asyncio.Event()
         self.answer: asyncio.Future[Any] | None = None
         self.task: asyncio.Task[None] | None = None
+        self.output_bytes = len(output_so_far.encode())
 
     # --- engine side ------------------------------------------------------------------
 
@@ -60,10 +61,11 @@ class RunDriver:
         self._append({"type": "status", "previous": state["status"], "status": status}, pc)
 
     async def output(self, text: str, pc: int | None) -> None:
-        state = self.engine.state_of(self.run_id)
-        if state["output_bytes"] + len(text.encode()) > self.engine.limits.max_output_bytes:
+        size = len(text.encode())
+        if self.output_bytes + size > self.engine.limits.max_output_bytes:
             raise RunFailed("output_limit", "the run released more text than allowed")
         self._append({"type": "output", "text": text}, pc)
+        self.output_bytes += size
         await asyncio.sleep(0)
 
     async def tool(self, activity_id: str, action_class: str, category: str, phase: str,

@@ -20,7 +20,7 @@ from .._gen.colossus.api.v1alpha1 import CreateRunRequest, RespondInteractionReq
 from ..auth import require_scope
 from ..config import WorkerConfig
 from ..credentials import Principal, new_id
-from ..errors import ApiError, exhausted, invalid, run_not_found, unavailable
+from ..errors import ApiError, JournalIntegrityError, exhausted, invalid, run_not_found, unavailable
 from ..journal import Journal
 from .driver import RunDriver
 from .hub import ChangeHub
@@ -401,38 +401,46 @@ class RunEngine:
         """Settle or resume every run a previous process left non-terminal."""
         counts: dict[str, int] = defaultdict(int)
         for run_id in self.store.all_run_ids():
-            tail = self.store.tail(run_id)
-            assert tail is not None
-            status = tail.state["status"]
-            if status in TERMINAL:
-                continue
-            full = self.store.full(run_id)
-            assert full is not None
-            creation, state = full.creation, full.state
-            output = "".join(e["event"]["text"] for e in full.events
-                             if e["event"]["type"] == "output")
-            partial = {"output_text": output}
-            if creation.get("plan"):
-                partial["plan"] = {**creation["plan"], "status": "DRAFT"}
-            app = creation["application_id"]
-            if status == "QUEUED" or (status == "RUNNING" and not state["effect"]):
-                self.active[app].add(run_id)
-                self._start_driver(creation, state["pc"], output)
-                counts["resumed"] += 1
-            elif status == "WAITING_FOR_INPUT":
-                if state["pending"] is not None:
-                    self.append(run_id, {"type": "interaction_resolved",
-                                         "interaction_id": state["pending"]["id"],
-                                         "outcome": "INTERRUPTED"})
-                self.terminate(run_id, "INTERRUPTED", partial)
-                counts["interrupted"] += 1
-            elif status == "CANCELLING":
-                self.terminate(run_id, "CANCELLED", partial)
-                counts["cancelled"] += 1
-            else:
-                self.terminate(run_id, "OUTCOME_UNKNOWN", partial)
-                counts["outcome_unknown"] += 1
+            try:
+                counts[self._recover_one(run_id)] += 1
+            except JournalIntegrityError:
+                # Loud, but contained: every read of this run fails with DATA_LOSS.
+                log.error("run %s failed journal verification; it is left unreadable", run_id)
+                counts["integrity_failures"] += 1
+        counts.pop("terminal", None)
         return dict(counts)
+
+    def _recover_one(self, run_id: str) -> str:
+        tail = self.store.tail(run_id)
+        assert tail is not None
+        status = tail.state["status"]
+        if status in TERMINAL:
+            return "terminal"
+        full = self.store.full(run_id)
+        assert full is not None
+        creation, state = full.creation, full.state
+        output = "".join(e["event"]["text"] for e in full.events
+                         if e["event"]["type"] == "output")
+        partial = {"output_text": output}
+        if creation.get("plan"):
+            partial["plan"] = {**creation["plan"], "status": "DRAFT"}
+        app = creation["application_id"]
+        if status == "QUEUED" or (status == "RUNNING" and not state["effect"]):
+            self.active[app].add(run_id)
+            self._start_driver(creation, state["pc"], output)
+            return "resumed"
+        if status == "WAITING_FOR_INPUT":
+            if state["pending"] is not None:
+                self.append(run_id, {"type": "interaction_resolved",
+                                     "interaction_id": state["pending"]["id"],
+                                     "outcome": "INTERRUPTED"})
+            self.terminate(run_id, "INTERRUPTED", partial)
+            return "interrupted"
+        if status == "CANCELLING":
+            self.terminate(run_id, "CANCELLED", partial)
+            return "cancelled"
+        self.terminate(run_id, "OUTCOME_UNKNOWN", partial)
+        return "outcome_unknown"
 
     async def shutdown(self) -> None:
         self.closing = True

@@ -9,7 +9,6 @@ replayed one, so the fast path never replaces chain verification.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ..errors import JournalIntegrityError
@@ -57,7 +56,8 @@ def apply(state: State, event: Event, time_us: int, pc: int | None) -> State:
     kind = event["type"]
     if state["pending"] is not None and kind not in RESERVED_TYPES:
         raise ValueError("only the pending interaction's resolution may follow it")
-    new = copy.deepcopy(state)
+    # Nested values (pending, result) are replaced, never mutated, so a shallow copy is safe.
+    new = dict(state)
     if kind == "status":
         if event["previous"] != state["status"]:
             raise ValueError("status transition does not start from the current status")

@@ -25,14 +25,15 @@ def canonical_json(value: Any) -> str:
 
 
 def record_hash(key: bytes, prev: bytes, stream: str, version: int, kind: str, payload: str) -> bytes:
-    mac = hmac.new(key, digestmod=hashlib.sha256)
-    mac.update(prev)
-    for part in (stream.encode(), kind.encode()):
-        mac.update(struct.pack(">I", len(part)))
-        mac.update(part)
-    mac.update(struct.pack(">Q", version))
-    mac.update(payload.encode())
-    return mac.digest()
+    stream_b, kind_b = stream.encode(), kind.encode()
+    message = b"".join((
+        prev,
+        struct.pack(">I", len(stream_b)), stream_b,
+        struct.pack(">I", len(kind_b)), kind_b,
+        struct.pack(">Q", version),
+        payload.encode(),
+    ))
+    return hmac.new(key, message, hashlib.sha256).digest()
 
 
 @dataclass(frozen=True, slots=True)
