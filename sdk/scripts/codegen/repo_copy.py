@@ -35,4 +35,15 @@ def copy_repo(dest: Path) -> Path:
     git(dest, "init", "-q")
     git(dest, "add", "-A")
     git(dest, "commit", "-q", "-m", "snapshot of the work tree")
+    # The real baseline revision does not exist in the copy's fresh history: make the
+    # snapshot itself the accepted baseline.
+    set_breaking_baseline(dest, git(dest, "rev-parse", "HEAD").strip())
+    git(dest, "commit", "-q", "-am", "accept the snapshot as the breaking baseline")
     return dest
+
+
+def set_breaking_baseline(repo: Path, revision: str) -> None:
+    """Point api/breaking-baseline of the repository at repo to revision."""
+    path = repo / "api/breaking-baseline"
+    comments = [line for line in path.read_text().splitlines() if line.startswith("#")]
+    path.write_text("\n".join([*comments, revision]) + "\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
-from repo_copy import ROOT, copy_repo  # noqa: E402
+from repo_copy import ROOT, copy_repo, set_breaking_baseline  # noqa: E402,F401
 
 GENERATED_DIRS = {
     "python": "sdk/python/src/colossus/api",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import GENERATED_DIRS, Repo
+from conftest import GENERATED_DIRS, Repo, set_breaking_baseline
 
 # One generated file per language to tamper with.
 SAMPLES = {
@@ -83,15 +83,27 @@ def test_wire_break_fails_breaking_check(repo: Repo) -> None:
     assert "SKIPPED" in allowed.stderr
 
 
-def test_against_selects_the_baseline(repo: Repo) -> None:
+def test_committed_break_fails_against_the_accepted_baseline(repo: Repo) -> None:
     change_a_field_number(repo)
     assert repo.run("generate").returncode == 0
     repo.commit("a deliberate break")
 
-    assert repo.run("check-generated").returncode == 0
+    # What CI sees on a clean clone: HEAD is the break itself, the baseline is not.
+    result = repo.run("check-generated")
+    assert result.returncode != 0
+    baseline = (repo.root / "api/breaking-baseline").read_text().split()[-1]
+    assert f"buf breaking against {baseline}" in result.stderr
+
+    assert repo.run("check-generated", "--against", "HEAD").returncode == 0
     result = repo.run("check-generated", "--against", "HEAD~1")
     assert result.returncode != 0
     assert "buf breaking against HEAD~1" in result.stderr
+
+    # Accepting the break means moving the baseline on purpose.
+    set_breaking_baseline(repo.root, "HEAD")
+    repo.commit("accept the break")
+    accepted = repo.run("check-generated")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
 
 
 def test_lint_failure_is_reported(repo: Repo) -> None:
