@@ -9,6 +9,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from noxsessions import codegen  # noqa: E402
 from noxsessions import conformance  # noqa: E402
+from noxsessions import python_sdk  # noqa: E402
 
 # What a bare ./noxw (and so CI) runs: every area's default sessions.
-nox.options.sessions = [*codegen.DEFAULT_SESSIONS, *conformance.DEFAULT_SESSIONS]
+nox.options.sessions = [
+    *codegen.DEFAULT_SESSIONS,
+    *conformance.DEFAULT_SESSIONS,
+    *python_sdk.DEFAULT_SESSIONS,
+]

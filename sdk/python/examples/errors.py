@@ -1,0 +1,60 @@
+"""Typed errors: branch on the class, ``code`` and ``reason``, never on the message."""
+
+from __future__ import annotations
+
+from _worker import worker_executable
+
+import colossus
+
+
+def create_exactly_once(client: colossus.Client, text: str) -> colossus.CreateRunResult:
+    """The safe retry pattern: the SDK never repeats a create, the caller may, same key."""
+    key: str | None = None
+    for _ in range(3):
+        try:
+            return client.runs.create(text, idempotency_key=key)
+        except colossus.OutcomeUnknownError as error:
+            key = error.idempotency_key  # repeat with the same key: no duplicate run
+        except colossus.ResourceExhaustedError as error:
+            if error.reason != colossus.ErrorReason.CREATE_RATE_LIMIT:
+                raise
+            key = error.idempotency_key
+    raise RuntimeError("gave up")
+
+
+def main() -> None:
+    options = colossus.SidecarOptions(executable=worker_executable(), application_id="errors-demo")
+    with colossus.Client.start_sidecar(options) as client:
+        first = create_exactly_once(client, "hello")
+        print(f"created {first.run.run_id}")
+
+        try:
+            client.runs.get("run_does_not_exist")
+        except colossus.NotFoundError as error:
+            print(f"not found: code={error.code.name if error.code else None} reason={error.reason}")
+
+        try:
+            client.runs.create("something else", idempotency_key=first.idempotency_key)
+        except colossus.IdempotencyConflictError as error:
+            print(f"conflict on key {error.idempotency_key}: reason={error.reason}")
+
+        try:
+            client.runs.create("x", max_turns=1000)
+        except colossus.InvalidArgumentError as error:
+            # Refused locally against the worker's advertised limits: code is None.
+            print(f"refused locally: reason={error.reason} field={error.metadata.get('field')}")
+
+        try:
+            client.runs.create(
+                "continue",
+                mode=colossus.RunMode.PLAN,
+                plan_action=colossus.PlanAction("run_x", 1, colossus.PlanActionKind.REVISE),
+            )
+        except colossus.CapabilityMissingError as error:
+            print(f"capability missing: {error.metadata.get('capability')}")
+        except colossus.ApiError as error:
+            print(f"worker refused the plan action: reason={error.reason}")
+
+
+if __name__ == "__main__":
+    main()
