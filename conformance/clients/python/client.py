@@ -150,6 +150,9 @@ def event_view(e: colossus.RunEvent) -> dict[str, Any]:
 
 def server_info_view(s: colossus.ServerInfo) -> dict[str, Any]:
     limits = {name: getattr(s.limits, name) for name in s.limits.__dataclass_fields__}
+    # Protocol names are the proto field names; durations are in seconds.
+    limits["handshake_timeout"] = limits.pop("handshake_timeout_seconds")
+    limits["max_connection_age"] = limits.pop("max_connection_age_seconds")
     for bucket in ("create_rate", "create_rate_per_application"):
         b = limits[bucket]
         limits[bucket] = {"refill_per_second": b.refill_per_second, "burst": b.burst}

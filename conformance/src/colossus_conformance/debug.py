@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import tempfile
 import threading
 import time
@@ -28,6 +29,7 @@ from .sdks import ClientSpec
 def serve(case: Case, client: ClientSpec | None, results_dir: Path) -> int:
     options = Options(results_dir=results_dir, known_failures_dir=results_dir)
     suite = Suite([case], options)
+    folder: Path | None = None
     try:
         worker = suite.worker(case.worker)
         prepared = suite.prepare(case, worker, timeout=3600.0)
@@ -75,3 +77,5 @@ def serve(case: Case, client: ClientSpec | None, results_dir: Path) -> int:
         return 130
     finally:
         suite.close()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
