@@ -31,8 +31,10 @@ def main() -> None:
     )
     with colossus.Client.connect(options) as client:
         info = client.server_info
-        print(f"connected to {info.instance_id} ({info.deployment_mode.name}), "
-              f"capabilities: {', '.join(sorted(info.capabilities))}")
+        print(
+            f"connected to {info.instance_id} ({info.deployment_mode.name}), "
+            f"capabilities: {', '.join(sorted(info.capabilities))}"
+        )
         for run in client.runs.list(statuses=[colossus.RunStatus.SUCCEEDED]):
             print(f"{run.run_id} {run.status.name}")
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from _worker import worker_executable
-
 import colossus
+from _worker import worker_executable
 
 
 def create_exactly_once(client: colossus.Client, text: str) -> colossus.CreateRunResult:
@@ -31,7 +30,9 @@ def main() -> None:
         try:
             client.runs.get("run_does_not_exist")
         except colossus.NotFoundError as error:
-            print(f"not found: code={error.code.name if error.code else None} reason={error.reason}")
+            print(
+                f"not found: code={error.code.name if error.code else None} reason={error.reason}"
+            )
 
         try:
             client.runs.create("something else", idempotency_key=first.idempotency_key)

@@ -1,6 +1,6 @@
 """Zero-setup quick start: start a private worker, run one prompt, stream its output.
 
-    python examples/quickstart_sidecar.py "Say hello"
+python examples/quickstart_sidecar.py "Say hello"
 """
 
 from __future__ import annotations
@@ -8,9 +8,8 @@ from __future__ import annotations
 import logging
 import sys
 
-from _worker import worker_executable
-
 import colossus
+from _worker import worker_executable
 
 
 def main() -> None:
@@ -24,8 +23,10 @@ def main() -> None:
     # The SDK spawns the worker (no shell), receives its endpoint, pin and a one-use bearer
     # over a pipe, checks them, and connects over pinned TLS 1.3.
     with colossus.Client.start_sidecar(options) as client:
-        print(f"connected to {client.server_info.server_version} "
-              f"({client.server_info.deployment_mode.name})")
+        print(
+            f"connected to {client.server_info.server_version} "
+            f"({client.server_info.deployment_mode.name})"
+        )
         created = client.runs.create(prompt)
         print(f"run {created.run.run_id} (idempotency key {created.idempotency_key})")
         for event in client.runs.watch(created.run.run_id):

@@ -10,9 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_worker import BEARER, INSTANCE_ID, FakeWorker, Leaf, make_leaf  # noqa: E402
-
-import colossus  # noqa: E402
+import colossus
+from fake_worker import BEARER, INSTANCE_ID, FakeWorker, Leaf, make_leaf
 
 FAST_RETRY = colossus.RetryPolicy(max_attempts=4, initial_backoff=0.01, max_backoff=0.02)
 

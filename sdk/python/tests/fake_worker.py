@@ -58,7 +58,10 @@ class Leaf:
 
 
 def make_leaf(
-    *, ca: bool = False, ip: str = "127.0.0.1", curve: ec.EllipticCurve | None = None,
+    *,
+    ca: bool = False,
+    ip: str = "127.0.0.1",
+    curve: ec.EllipticCurve | None = None,
     issuer: tuple[Any, Any] | None = None,
 ) -> Leaf:
     key = ec.generate_private_key(curve or ec.SECP256R1())
@@ -90,52 +93,97 @@ def make_leaf(
     )
 
 
-def status_details(code: grpc.StatusCode, reason: str, metadata: dict[str, str] | None = None,
-                   domain: str = "colossus.api.v1alpha1") -> bytes:
+def status_details(
+    code: grpc.StatusCode,
+    reason: str,
+    metadata: dict[str, str] | None = None,
+    domain: str = "colossus.api.v1alpha1",
+) -> bytes:
     info = error_details_pb2.ErrorInfo(domain=domain, reason=reason, metadata=metadata or {})
     detail = any_pb2.Any()
     detail.Pack(info)
-    return status_pb2.Status(code=code.value[0], message=reason, details=[detail]).SerializeToString()
+    return status_pb2.Status(
+        code=code.value[0], message=reason, details=[detail]
+    ).SerializeToString()
 
 
-def abort(context: grpc.ServicerContext, code: grpc.StatusCode, reason: str | None,
-          metadata: dict[str, str] | None = None) -> None:
+def abort(
+    context: grpc.ServicerContext,
+    code: grpc.StatusCode,
+    reason: str | None,
+    metadata: dict[str, str] | None = None,
+) -> None:
     if reason:
-        context.set_trailing_metadata((("grpc-status-details-bin", status_details(code, reason, metadata)),))
+        context.set_trailing_metadata(
+            (("grpc-status-details-bin", status_details(code, reason, metadata)),)
+        )
     context.abort(code, reason or code.name)
 
 
 def limits(**overrides: Any) -> system_pb2.Limits:
     values: dict[str, Any] = dict(
-        max_active_runs=32, max_active_runs_per_application=8,
+        max_active_runs=32,
+        max_active_runs_per_application=8,
         create_rate=system_pb2.TokenBucket(refill_per_second=4, burst=16),
         create_rate_per_application=system_pb2.TokenBucket(refill_per_second=1, burst=4),
-        max_watches=64, max_watches_per_application=8, max_concurrent_list_runs=4,
-        max_concurrent_list_runs_per_application=1, max_connections=128,
-        max_concurrent_streams_per_connection=128, max_request_bytes=2 * 1024 * 1024,
-        max_response_bytes=4 * 1024 * 1024, max_header_bytes=16 * 1024, max_events_per_run=4096,
-        reserved_lifecycle_events=3, max_input_parts=128, max_input_bytes=1024 * 1024, max_turns=100,
-        default_max_turns=20, max_list_page_size=3, max_list_status_filters=9,
-        max_artifact_bytes=1024 * 1024, max_artifact_chunk_bytes=16 * 1024,
+        max_watches=64,
+        max_watches_per_application=8,
+        max_concurrent_list_runs=4,
+        max_concurrent_list_runs_per_application=1,
+        max_connections=128,
+        max_concurrent_streams_per_connection=128,
+        max_request_bytes=2 * 1024 * 1024,
+        max_response_bytes=4 * 1024 * 1024,
+        max_header_bytes=16 * 1024,
+        max_events_per_run=4096,
+        reserved_lifecycle_events=3,
+        max_input_parts=128,
+        max_input_bytes=1024 * 1024,
+        max_turns=100,
+        default_max_turns=20,
+        max_list_page_size=3,
+        max_list_status_filters=9,
+        max_artifact_bytes=1024 * 1024,
+        max_artifact_chunk_bytes=16 * 1024,
     )
     values.update(overrides)
     return system_pb2.Limits(**values)
 
 
-def make_run(run_id: str = "run_1", status: int = runs_pb2.RUN_STATUS_RUNNING, last_sequence: int = 0,
-             key: str = "") -> runs_pb2.Run:
-    return runs_pb2.Run(run_id=run_id, session_id="sess_1", mode=runs_pb2.RUN_MODE_EXECUTE, role="default",
-                        status=status, last_sequence=last_sequence, idempotency_key=key, max_turns=20)
+def make_run(
+    run_id: str = "run_1",
+    status: int = runs_pb2.RUN_STATUS_RUNNING,
+    last_sequence: int = 0,
+    key: str = "",
+) -> runs_pb2.Run:
+    return runs_pb2.Run(
+        run_id=run_id,
+        session_id="sess_1",
+        mode=runs_pb2.RUN_MODE_EXECUTE,
+        role="default",
+        status=status,
+        last_sequence=last_sequence,
+        idempotency_key=key,
+        max_turns=20,
+    )
 
 
 def output_event(run_id: str, sequence: int, text: str = "") -> runs_pb2.RunEvent:
-    return runs_pb2.RunEvent(run_id=run_id, sequence=sequence,
-                             output_delta=runs_pb2.OutputDelta(text=text or f"chunk {sequence}"))
+    return runs_pb2.RunEvent(
+        run_id=run_id,
+        sequence=sequence,
+        output_delta=runs_pb2.OutputDelta(text=text or f"chunk {sequence}"),
+    )
 
 
 def terminal_event(run_id: str, sequence: int) -> runs_pb2.RunEvent:
-    return runs_pb2.RunEvent(run_id=run_id, sequence=sequence, terminated=runs_pb2.RunTerminated(
-        status=runs_pb2.RUN_STATUS_SUCCEEDED, result=runs_pb2.RunResult(output_text="done")))
+    return runs_pb2.RunEvent(
+        run_id=run_id,
+        sequence=sequence,
+        terminated=runs_pb2.RunTerminated(
+            status=runs_pb2.RUN_STATUS_SUCCEEDED, result=runs_pb2.RunResult(output_text="done")
+        ),
+    )
 
 
 # A stream script is a list of steps: ("event", RunEvent) | ("fail", code, reason)
@@ -146,7 +194,9 @@ Step = tuple[Any, ...]
 @dataclass
 class Behaviour:
     server_info: dict[str, Any] = field(default_factory=dict)
-    capabilities: list[str] = field(default_factory=lambda: ["artifacts", "plans.continue", "research"])
+    capabilities: list[str] = field(
+        default_factory=lambda: ["artifacts", "plans.continue", "research"]
+    )
     limits: dict[str, Any] = field(default_factory=dict)
     runs: dict[str, runs_pb2.Run] = field(default_factory=dict)
     events: dict[str, list[runs_pb2.RunEvent]] = field(default_factory=dict)
@@ -160,8 +210,11 @@ class Behaviour:
     deployment_mode: int = system_pb2.DEPLOYMENT_MODE_SHARED_DAEMON
 
 
-class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.RunServiceServicer,
-                 artifacts_pb2_grpc.ArtifactServiceServicer):
+class FakeWorker(
+    system_pb2_grpc.SystemServiceServicer,
+    run_service_pb2_grpc.RunServiceServicer,
+    artifacts_pb2_grpc.ArtifactServiceServicer,
+):
     def __init__(self, leaf: Leaf | None = None, behaviour: Behaviour | None = None) -> None:
         self.leaf = leaf or make_leaf()
         self.b = behaviour or Behaviour()
@@ -189,11 +242,18 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
     def write_discovery(self, directory: Path, **override: Any) -> Path:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(directory, 0o700)
-        descriptor = {"endpoint": self.endpoint, "instance_id": INSTANCE_ID, "pid": os.getpid(),
-                      "api_version": "v1alpha1", "certificate_sha256": self.leaf.sha256}
+        descriptor = {
+            "endpoint": self.endpoint,
+            "instance_id": INSTANCE_ID,
+            "pid": os.getpid(),
+            "api_version": "v1alpha1",
+            "certificate_sha256": self.leaf.sha256,
+        }
         descriptor.update(override)
-        for name, data in (("endpoint.json", json.dumps(descriptor).encode()),
-                           ("certificate.pem", self.leaf.cert_pem)):
+        for name, data in (
+            ("endpoint.json", json.dumps(descriptor).encode()),
+            ("certificate.pem", self.leaf.cert_pem),
+        ):
             path = directory / name
             path.write_bytes(data)
             os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
@@ -221,9 +281,15 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
     def GetServerInfo(self, request: Any, context: grpc.ServicerContext) -> Any:
         self._record("GetServerInfo", request, context)
         values: dict[str, Any] = dict(
-            instance_id=INSTANCE_ID, api_package="colossus.api.v1alpha1", api_version="v1alpha1",
-            api_major=1, deployment_mode=self.b.deployment_mode, capabilities=self.b.capabilities,
-            limits=limits(**self.b.limits), server_version="fake-1")
+            instance_id=INSTANCE_ID,
+            api_package="colossus.api.v1alpha1",
+            api_version="v1alpha1",
+            api_major=1,
+            deployment_mode=self.b.deployment_mode,
+            capabilities=self.b.capabilities,
+            limits=limits(**self.b.limits),
+            server_version="fake-1",
+        )
         values.update(self.b.server_info)
         return system_pb2.GetServerInfoResponse(server_info=system_pb2.ServerInfo(**values))
 
@@ -233,8 +299,11 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
         for run in self.b.runs.values():
             if run.idempotency_key == request.idempotency_key:
                 return run_service_pb2.CreateRunResponse(run=run, replayed=True)
-        run = make_run(f"run_{len(self.b.runs) + 1}", status=runs_pb2.RUN_STATUS_QUEUED,
-                       key=request.idempotency_key)
+        run = make_run(
+            f"run_{len(self.b.runs) + 1}",
+            status=runs_pb2.RUN_STATUS_QUEUED,
+            key=request.idempotency_key,
+        )
         self.b.runs[run.run_id] = run
         return run_service_pb2.CreateRunResponse(run=run, replayed=False)
 
@@ -250,15 +319,19 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
         index = int(request.page_token or "0")
         ids, token = self.b.pages[index]
         return run_service_pb2.ListRunsResponse(
-            runs=[make_run(i) for i in ids], next_page_token=token)
+            runs=[make_run(i) for i in ids], next_page_token=token
+        )
 
     def WatchRun(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         self._record("WatchRun", request, context)
         if self.b.watch_scripts:
             script = self.b.watch_scripts.pop(0)
         else:
-            script = [("event", e) for e in self.b.events.get(request.run_id, [])
-                      if e.sequence > request.after_sequence]
+            script = [
+                ("event", e)
+                for e in self.b.events.get(request.run_id, [])
+                if e.sequence > request.after_sequence
+            ]
         for step in script:
             if step[0] == "event":
                 yield run_service_pb2.WatchRunResponse(event=step[1])
@@ -287,9 +360,13 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
         data = b"".join(m.chunk for m in request_iterator)
         if len(data) != manifest.size_bytes or hashlib.sha256(data).hexdigest() != manifest.sha256:
             abort(context, grpc.StatusCode.INVALID_ARGUMENT, "ARTIFACT_INTEGRITY_MISMATCH")
-        art = artifacts_pb2.Artifact(artifact_id=f"art_{len(self.b.artifacts) + 1}",
-                                     media_type=manifest.media_type, size_bytes=manifest.size_bytes,
-                                     sha256=manifest.sha256, display_name=manifest.display_name)
+        art = artifacts_pb2.Artifact(
+            artifact_id=f"art_{len(self.b.artifacts) + 1}",
+            media_type=manifest.media_type,
+            size_bytes=manifest.size_bytes,
+            sha256=manifest.sha256,
+            display_name=manifest.display_name,
+        )
         self.b.artifacts[art.artifact_id] = (art, data)
         return artifacts_pb2.UploadArtifactResponse(artifact=art)
 
@@ -304,15 +381,19 @@ class FakeWorker(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.Run
             data = data[:-1]
         yield artifacts_pb2.DownloadArtifactResponse(artifact=art)
         for i in range(0, len(data), 1000):
-            yield artifacts_pb2.DownloadArtifactResponse(chunk=data[i:i + 1000])
+            yield artifacts_pb2.DownloadArtifactResponse(chunk=data[i : i + 1000])
 
 
 # --- fake sidecar executable ------------------------------------------------------------
 
+
 def _sidecar_main(argv: list[str]) -> int:
     mode = next((a.split("=", 1)[1] for a in argv if a.startswith("--fake=")), "ok")
     marker = next((a.split("=", 1)[1] for a in argv if a.startswith("--marker=")), None)
-    fd_in, fd_out = int(argv[argv.index("--bootstrap-in-fd") + 1]), int(argv[argv.index("--bootstrap-out-fd") + 1])
+    fd_in, fd_out = (
+        int(argv[argv.index("--bootstrap-in-fd") + 1]),
+        int(argv[argv.index("--bootstrap-out-fd") + 1]),
+    )
     header = os.read(fd_in, 4)
     (length,) = struct.unpack(">I", header)
     request = json.loads(os.read(fd_in, length))
@@ -324,13 +405,23 @@ def _sidecar_main(argv: list[str]) -> int:
             Path(marker).write_text(str(os.getpid()))
             time.sleep(600)
             os._exit(0)
-    worker = FakeWorker(behaviour=Behaviour(deployment_mode=system_pb2.DEPLOYMENT_MODE_SIDECAR)).start()
+    worker = FakeWorker(
+        behaviour=Behaviour(deployment_mode=system_pb2.DEPLOYMENT_MODE_SIDECAR)
+    ).start()
     worker.b.events["run_1"] = [output_event("run_1", 1), terminal_event("run_1", 2)]
-    worker.b.runs["run_1"] = make_run("run_1", status=runs_pb2.RUN_STATUS_SUCCEEDED, last_sequence=2)
+    worker.b.runs["run_1"] = make_run(
+        "run_1", status=runs_pb2.RUN_STATUS_SUCCEEDED, last_sequence=2
+    )
     reply: dict[str, Any] = {
-        "version": 1, "endpoint": worker.endpoint, "instance_id": INSTANCE_ID, "api_version": "v1alpha1",
-        "certificate_sha256": worker.leaf.sha256, "certificate_pem": worker.leaf.cert_pem.decode(),
-        "credential_id": "cred_1", "bearer": BEARER}
+        "version": 1,
+        "endpoint": worker.endpoint,
+        "instance_id": INSTANCE_ID,
+        "api_version": "v1alpha1",
+        "certificate_sha256": worker.leaf.sha256,
+        "certificate_pem": worker.leaf.cert_pem.decode(),
+        "credential_id": "cred_1",
+        "bearer": BEARER,
+    }
     if mode == "bad-pin":
         reply["certificate_sha256"] = "0" * 64
     elif mode == "extra-member":

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "integration"))
-from worker import ReferenceWorker, find_worker  # noqa: E402
+from worker import ReferenceWorker, find_worker
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXECUTABLE = find_worker()
@@ -24,7 +24,12 @@ def _run(name: str, *args: str, stdin: str | None = None) -> str:
     env = dict(os.environ, COLOSSUS_REFERENCE_WORKER=EXECUTABLE or "")
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
-        input=stdin, capture_output=True, text=True, timeout=120, env=env, check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
@@ -51,8 +56,13 @@ def test_daemon(tmp_path: Path) -> None:
     enrollment = worker.enroll("daemon-example")
     worker.start()
     try:
-        out = _run("daemon.py", str(worker.api_dir), enrollment.instance_id,
-                   enrollment.certificate_sha256, stdin=enrollment.bearer + "\n")
+        out = _run(
+            "daemon.py",
+            str(worker.api_dir),
+            enrollment.instance_id,
+            enrollment.certificate_sha256,
+            stdin=enrollment.bearer + "\n",
+        )
     finally:
         worker.stop()
     assert f"connected to {enrollment.instance_id} (SHARED_DAEMON)" in out

@@ -168,8 +168,8 @@ __all__ = [
     "ToolActivityPhase",
     "TransportError",
     "TrustError",
+    "Watch",
     "WatchGapError",
     "WatchIdleTimeoutError",
-    "Watch",
     "__version__",
 ]

@@ -113,7 +113,7 @@ class Session:
         provider = self.options.trace_context
         return provider() if provider is not None else None
 
-    def timeout(self, timeout: float | None | object) -> float | None:
+    def timeout(self, timeout: float | object | None) -> float | None:
         if timeout is DEFAULT:
             return self.options.timeout
         return timeout  # type: ignore[return-value]

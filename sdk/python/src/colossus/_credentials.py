@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+import keyring
+import keyring.errors
+
 from ._errors import CredentialError
 from ._transport._bearer import Bearer
 
@@ -54,11 +57,6 @@ class KeyringCredentialProvider:
         self.username = username
 
     def load_bearer(self) -> str:
-        try:
-            import keyring
-            import keyring.errors
-        except ImportError:  # pragma: no cover - keyring is a dependency
-            raise CredentialError("the keyring package is not installed") from None
         try:
             value = keyring.get_password(self.service, self.username)
         except keyring.errors.KeyringError as exc:

@@ -48,7 +48,7 @@ class ErrorReason(str, enum.Enum):
     MAX_TURNS_OUT_OF_RANGE = "MAX_TURNS_OUT_OF_RANGE"
     SKILLS_NOT_SUPPORTED = "SKILLS_NOT_SUPPORTED"
     STATUS_FILTER_TOO_LARGE = "STATUS_FILTER_TOO_LARGE"
-    PAGE_TOKEN_INVALID = "PAGE_TOKEN_INVALID"
+    PAGE_TOKEN_INVALID = "PAGE_TOKEN_INVALID"  # noqa: S105 - a reason name, not a secret
     INTERACTION_ANSWER_MISMATCH = "INTERACTION_ANSWER_MISMATCH"
     ARTIFACT_INTEGRITY_MISMATCH = "ARTIFACT_INTEGRITY_MISMATCH"
     ARTIFACT_NOT_ACCEPTED = "ARTIFACT_NOT_ACCEPTED"
@@ -303,7 +303,7 @@ def decode_error_info(
     status = status_pb2.Status()
     try:
         status.ParseFromString(blob)
-    except Exception:  # a malformed blob is treated as absent  # noqa: BLE001
+    except Exception:  # a malformed blob is treated as absent
         return None, _EMPTY
     for detail in status.details:
         if not detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):

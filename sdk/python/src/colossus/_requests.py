@@ -105,9 +105,8 @@ def _input_parts(parts: Sequence[InputLike], info: m.ServerInfo) -> list[runs_pb
         )
     result: list[runs_pb2.InputPart] = []
     text_bytes = 0
-    for part in parts:
-        if isinstance(part, str):
-            part = m.TextPart(part)
+    for given in parts:
+        part = m.TextPart(given) if isinstance(given, str) else given
         if isinstance(part, m.TextPart):
             text_bytes += len(part.text.encode("utf-8"))
             result.append(runs_pb2.InputPart(text=part.text))
@@ -136,7 +135,7 @@ def build_create_run(
     info: m.ServerInfo,
     *,
     idempotency_key: str,
-    input: Sequence[InputLike] | str,  # noqa: A002 - mirrors the contract's field
+    input: Sequence[InputLike] | str,
     mode: m.RunMode,
     research: m.ResearchOptions | None,
     role: str | None,

@@ -43,7 +43,7 @@ log = logging.getLogger("colossus.runs")
 def _create_request(
     session: Session,
     key: str,
-    input: Sequence[InputLike] | str,  # noqa: A002
+    input: Sequence[InputLike] | str,
     mode: m.RunMode,
     research: m.ResearchOptions | None,
     role: str | None,
@@ -124,7 +124,7 @@ class Runs:
 
     def create(
         self,
-        input: Sequence[InputLike] | str,  # noqa: A002 - the contract's field name
+        input: Sequence[InputLike] | str,
         *,
         idempotency_key: str | None = None,
         mode: m.RunMode = m.RunMode.EXECUTE,
@@ -255,7 +255,7 @@ class AsyncRuns:
 
     async def create(
         self,
-        input: Sequence[InputLike] | str,  # noqa: A002
+        input: Sequence[InputLike] | str,
         *,
         idempotency_key: str | None = None,
         mode: m.RunMode = m.RunMode.EXECUTE,

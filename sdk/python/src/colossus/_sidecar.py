@@ -11,6 +11,8 @@ group.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -108,9 +110,9 @@ def parse_reply(body: bytes) -> BootstrapReply:
             metadata={"code": code},
         )
     if set(obj) != _REPLY_KEYS:
+        unknown, missing = sorted(set(obj) - _REPLY_KEYS), sorted(_REPLY_KEYS - set(obj))
         raise SidecarError(
-            "the bootstrap reply members are wrong "
-            f"(unknown: {sorted(set(obj) - _REPLY_KEYS)}, missing: {sorted(_REPLY_KEYS - set(obj))})",
+            f"the bootstrap reply members are wrong (unknown: {unknown}, missing: {missing})",
             reason="BOOTSTRAP_MALFORMED",
         )
     try:
@@ -145,12 +147,11 @@ def parse_reply(body: bytes) -> BootstrapReply:
         bearer = Bearer(obj["bearer"])
     except CredentialError:
         raise SidecarError("the bootstrap bearer is malformed", reason="BOOTSTRAP_BEARER") from None
-    assert isinstance(obj["instance_id"], str) and isinstance(obj["credential_id"], str)  # noqa: S101
     return BootstrapReply(
         endpoint=endpoint,
-        instance_id=obj["instance_id"],
+        instance_id=str(obj["instance_id"]),
         certificate=certificate,
-        credential_id=obj["credential_id"],
+        credential_id=str(obj["credential_id"]),
         bearer=bearer,
     )
 
@@ -185,8 +186,6 @@ def _read_exact(fd: int, size: int, deadline: float) -> bytes:
 
 def _high_fd(fd: int) -> int:
     """Moves a descriptor to 10 or above, so the child-side dup2 never targets itself."""
-    import fcntl
-
     new = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
     return new
@@ -220,10 +219,8 @@ class SidecarProcess:
     def _wait(self) -> None:
         # Wait without reaping, so the process group id cannot be reused before close()
         # has signalled every straggler in it.
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
-        except ChildProcessError:
-            pass
         if not self._closing:
             log.warning("sidecar worker pid=%d exited unexpectedly", self.pid)
         self._exited.set()
@@ -333,18 +330,14 @@ def _terminate_group(
             leader_gone(5.0)
     # Stragglers in the group (descendants that outlived the leader).
     _killpg(pid, signal.SIGKILL)
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
     log.info("sidecar worker pid=%d stopped", pid)
 
 
 def _killpg(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class SidecarSupervisor:

@@ -18,22 +18,28 @@ import pytest
 import colossus
 
 sys.path.insert(0, str(Path(__file__).parent))
-from worker import Enrollment, ReferenceWorker, find_worker  # noqa: E402
+from worker import Enrollment, ReferenceWorker, find_worker
 
 EXECUTABLE = find_worker()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(
         EXECUTABLE is None,
-        reason="reference worker not found: pip install ./conformance or set COLOSSUS_REFERENCE_WORKER",
+        reason="reference worker not found: "
+        "pip install ./conformance or set COLOSSUS_REFERENCE_WORKER",
     ),
 ]
 RELAXED = (
-    "--limit", "create_rate_per_application_per_second=1000",
-    "--limit", "create_rate_per_application_burst=1000",
-    "--limit", "create_rate_per_second=1000",
-    "--limit", "create_rate_burst=1000",
-    "--limit", "max_active_runs_per_application=32",
+    "--limit",
+    "create_rate_per_application_per_second=1000",
+    "--limit",
+    "create_rate_per_application_burst=1000",
+    "--limit",
+    "create_rate_per_second=1000",
+    "--limit",
+    "create_rate_burst=1000",
+    "--limit",
+    "max_active_runs_per_application=32",
 )
 FAST = colossus.RetryPolicy(max_attempts=5, initial_backoff=0.05, max_backoff=0.2)
 
@@ -43,7 +49,9 @@ def script(*steps: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ReferenceWorker, Enrollment]]:
+def daemon(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ReferenceWorker, Enrollment]]:
     assert EXECUTABLE is not None
     root = tmp_path_factory.mktemp("daemon")
     worker = ReferenceWorker(EXECUTABLE, root)
@@ -55,7 +63,9 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Reference
     worker.stop()
 
 
-def options(worker: ReferenceWorker, enrollment: Enrollment, **kw: object) -> colossus.DaemonOptions:
+def options(
+    worker: ReferenceWorker, enrollment: Enrollment, **kw: object
+) -> colossus.DaemonOptions:
     values: dict[str, object] = dict(
         public_api_dir=worker.api_dir,
         expected_instance_id=enrollment.instance_id,
@@ -76,7 +86,9 @@ def client(daemon: tuple[ReferenceWorker, Enrollment]) -> Iterator[colossus.Clie
     worker.end_case()
 
 
-def test_connect_verifies_server_info_over_tls13(daemon: tuple[ReferenceWorker, Enrollment], client: colossus.Client) -> None:
+def test_connect_verifies_server_info_over_tls13(
+    daemon: tuple[ReferenceWorker, Enrollment], client: colossus.Client
+) -> None:
     worker, enrollment = daemon
     info = client.server_info
     assert info.instance_id == enrollment.instance_id
@@ -118,8 +130,13 @@ def test_prompt_interaction_and_cancel(client: colossus.Client) -> None:
         for event in watch:
             if isinstance(event.payload, colossus.InteractionRequested):
                 interaction = event.payload.interaction
-                assert interaction.prompt is not None and interaction.prompt.choices == ("yes", "no")
-                client.runs.respond(run_id, interaction.interaction_id, colossus.PromptAnswer("yes"))
+                assert interaction.prompt is not None and interaction.prompt.choices == (
+                    "yes",
+                    "no",
+                )
+                client.runs.respond(
+                    run_id, interaction.interaction_id, colossus.PromptAnswer("yes")
+                )
             if event.is_terminal:
                 break
     assert client.runs.get(run_id).status is colossus.RunStatus.SUCCEEDED
@@ -137,8 +154,12 @@ def test_not_found_is_typed(client: colossus.Client) -> None:
     assert info.value.reason == "RUN_NOT_FOUND"
 
 
-def _watch_case(daemon: tuple[ReferenceWorker, Enrollment], case: str, faults: list[dict[str, object]],
-                **watch_kw: object) -> tuple[list[int], dict[str, object], list[colossus.ReconnectInfo]]:
+def _watch_case(
+    daemon: tuple[ReferenceWorker, Enrollment],
+    case: str,
+    faults: list[dict[str, object]],
+    **watch_kw: object,
+) -> tuple[list[int], dict[str, object], list[colossus.ReconnectInfo]]:
     worker, enrollment = daemon
     with colossus.Client.connect(options(worker, enrollment)) as c:
         run_id = c.runs.create(script(*[f"say part {i}" for i in range(8)])).run.run_id
@@ -154,7 +175,9 @@ def _watch_case(daemon: tuple[ReferenceWorker, Enrollment], case: str, faults: l
 
 
 def test_watch_dedup_against_replays(daemon: tuple[ReferenceWorker, Enrollment]) -> None:
-    got, _, _ = _watch_case(daemon, "sdk.watch.dedup", [{"kind": "replay", "after_sequence": 4, "count": 3}])
+    got, _, _ = _watch_case(
+        daemon, "sdk.watch.dedup", [{"kind": "replay", "after_sequence": 4, "count": 3}]
+    )
     assert got == list(range(1, len(got) + 1)) and len(got) == 10
 
 
@@ -169,31 +192,45 @@ def test_watch_gap_fails(daemon: tuple[ReferenceWorker, Enrollment]) -> None:
         _watch_case(daemon, "sdk.watch.gap", [{"kind": "skip", "sequence": 5}])
 
 
-def test_watch_reconnects_from_cursor_after_unavailable(daemon: tuple[ReferenceWorker, Enrollment]) -> None:
+def test_watch_reconnects_from_cursor_after_unavailable(
+    daemon: tuple[ReferenceWorker, Enrollment],
+) -> None:
     got, obs, seen = _watch_case(
-        daemon, "sdk.watch.reconnect", [{"kind": "fail", "after_sequence": 4, "code": "UNAVAILABLE"}]
+        daemon,
+        "sdk.watch.reconnect",
+        [{"kind": "fail", "after_sequence": 4, "code": "UNAVAILABLE"}],
     )
     assert got == list(range(1, 11))
     assert obs["watch_cursors"] == [0, 4]
     assert len(seen) == 1 and seen[0].after_sequence == 4
 
 
-def test_watch_clean_close_before_terminal_is_not_completion(daemon: tuple[ReferenceWorker, Enrollment]) -> None:
+def test_watch_clean_close_before_terminal_is_not_completion(
+    daemon: tuple[ReferenceWorker, Enrollment],
+) -> None:
     with pytest.raises(colossus.ProtocolViolationError) as info:
         _watch_case(daemon, "sdk.watch.clean-close", [{"kind": "clean_close", "after_sequence": 5}])
     assert info.value.reason == "WATCH_RECONCILE_MISMATCH"
 
 
-def test_watch_non_retryable_failure_is_not_retried(daemon: tuple[ReferenceWorker, Enrollment]) -> None:
+def test_watch_non_retryable_failure_is_not_retried(
+    daemon: tuple[ReferenceWorker, Enrollment],
+) -> None:
     with pytest.raises(colossus.PermissionDeniedError):
-        _watch_case(daemon, "sdk.watch.denied", [{"kind": "fail", "after_sequence": 2, "code": "PERMISSION_DENIED"}])
+        _watch_case(
+            daemon,
+            "sdk.watch.denied",
+            [{"kind": "fail", "after_sequence": 2, "code": "PERMISSION_DENIED"}],
+        )
 
 
 def test_create_outcome_unknown_then_safe_retry(daemon: tuple[ReferenceWorker, Enrollment]) -> None:
     worker, enrollment = daemon
     with colossus.Client.connect(options(worker, enrollment)) as c:
-        worker.begin_case("sdk.create.unknown", [
-            {"kind": "rpc_fail", "rpc": "CreateRun", "code": "UNAVAILABLE", "after_commit": True}])
+        worker.begin_case(
+            "sdk.create.unknown",
+            [{"kind": "rpc_fail", "rpc": "CreateRun", "code": "UNAVAILABLE", "after_commit": True}],
+        )
         try:
             with pytest.raises(colossus.OutcomeUnknownError) as info:
                 c.runs.create("exactly once")
@@ -275,9 +312,11 @@ def test_no_bearer_in_any_log_or_error_of_a_full_run(
         run = c.runs.create(script("say one", "fail runtime_error boom")).run
         texts += [repr(e) for e in c.runs.watch(run.run_id)]
         texts.append(repr(c.runs.get(run.run_id)))
-        for bad in (lambda: c.runs.get("run_missing"),
-                    lambda: c.runs.create("x", idempotency_key=run.idempotency_key),
-                    lambda: c.runs.cancel("run_missing")):
+        for bad in (
+            lambda: c.runs.get("run_missing"),
+            lambda: c.runs.create("x", idempotency_key=run.idempotency_key),
+            lambda: c.runs.cancel("run_missing"),
+        ):
             try:
                 bad()
             except colossus.ColossusError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -54,24 +55,45 @@ class ReferenceWorker:
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = root / "worker.log"
 
-    def enroll(self, application_id: str = "sdk-tests", scopes: tuple[str, ...] = ALL_SCOPES) -> Enrollment:
+    def enroll(
+        self, application_id: str = "sdk-tests", scopes: tuple[str, ...] = ALL_SCOPES
+    ) -> Enrollment:
         read_fd, write_fd = os.pipe()
-        argv = [self.executable, "--public-api-dir", str(self.api_dir),
-                "--enroll-application", application_id, "--role", "default",
-                "--bearer-fd", str(write_fd), "--output", "json"]
+        argv = [
+            self.executable,
+            "--public-api-dir",
+            str(self.api_dir),
+            "--enroll-application",
+            application_id,
+            "--role",
+            "default",
+            "--bearer-fd",
+            str(write_fd),
+            "--output",
+            "json",
+        ]
         for scope in scopes:
             argv += ["--scope", scope]
         try:
-            result = subprocess.run(argv, pass_fds=(write_fd,), capture_output=True, timeout=60, check=False)
+            result = subprocess.run(
+                argv, pass_fds=(write_fd,), capture_output=True, timeout=60, check=False
+            )
         finally:
             os.close(write_fd)
         with os.fdopen(read_fd, "rb") as pipe:
             bearer = pipe.read().decode().strip()
         if result.returncode != 0:
-            raise RuntimeError(f"enrolment failed ({result.returncode}): {result.stderr.decode()[-2000:]}")
+            raise RuntimeError(
+                f"enrolment failed ({result.returncode}): {result.stderr.decode()[-2000:]}"
+            )
         data = json.loads(result.stdout)
-        return Enrollment(data["application_id"], data["instance_id"], data["certificate_sha256"],
-                          data["credential_id"], bearer)
+        return Enrollment(
+            data["application_id"],
+            data["instance_id"],
+            data["certificate_sha256"],
+            data["credential_id"],
+            bearer,
+        )
 
     def start(self, *extra: str, fault_control: bool = False) -> None:
         argv = [self.executable, "--public-api-dir", str(self.api_dir), *extra]
@@ -119,10 +141,8 @@ class ReferenceWorker:
         process, self.process = self.process, None
         if process is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:

@@ -6,15 +6,17 @@ import hashlib
 
 import grpc
 import pytest
-from fake_worker import FakeWorker
 
 import colossus
+from fake_worker import FakeWorker
 
 DATA = bytes(range(256)) * 200  # 51,200 bytes: several chunks each way
 
 
 def test_upload_then_download_round_trip(fake: FakeWorker, client: colossus.Client) -> None:
-    art = client.artifacts.upload(DATA, media_type="application/octet-stream", display_name="blob.bin")
+    art = client.artifacts.upload(
+        DATA, media_type="application/octet-stream", display_name="blob.bin"
+    )
     assert art.size_bytes == len(DATA) and art.sha256 == hashlib.sha256(DATA).hexdigest()
     manifest = next(c[1] for c in fake.calls if c[0] == "UploadArtifact").manifest
     assert manifest.size_bytes == len(DATA)
@@ -24,7 +26,9 @@ def test_upload_then_download_round_trip(fake: FakeWorker, client: colossus.Clie
 
 
 @pytest.mark.parametrize("tamper", ["digest", "long", "short"])
-def test_download_refuses_tampered_bytes(fake: FakeWorker, client: colossus.Client, tamper: str) -> None:
+def test_download_refuses_tampered_bytes(
+    fake: FakeWorker, client: colossus.Client, tamper: str
+) -> None:
     art = client.artifacts.upload(DATA, media_type="application/octet-stream")
     fake.b.tamper_download = tamper
     with pytest.raises(colossus.ArtifactIntegrityError):

@@ -8,13 +8,15 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import daemon_options
-from fake_worker import BEARER, INSTANCE_ID, FakeWorker, make_leaf
 
 import colossus
+from conftest import daemon_options
+from fake_worker import BEARER, INSTANCE_ID, FakeWorker, make_leaf, make_run
 
 
-def test_connect_calls_get_server_info_first_with_the_bearer(fake: FakeWorker, client: colossus.Client) -> None:
+def test_connect_calls_get_server_info_first_with_the_bearer(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     info = client.server_info
     assert info.instance_id == INSTANCE_ID
     assert info.deployment_mode is colossus.DeploymentMode.SHARED_DAEMON
@@ -26,7 +28,9 @@ def test_connect_calls_get_server_info_first_with_the_bearer(fake: FakeWorker, c
     assert metadata["user-agent"].startswith("colossus-sdk-python/")
 
 
-def test_expected_pin_mismatch_is_refused_before_the_bearer_is_loaded(fake: FakeWorker, api_dir: Path) -> None:
+def test_expected_pin_mismatch_is_refused_before_the_bearer_is_loaded(
+    fake: FakeWorker, api_dir: Path
+) -> None:
     loaded = []
 
     class Provider:
@@ -70,7 +74,9 @@ def test_live_leaf_must_match_even_when_files_agree(fake: FakeWorker, tmp_path: 
         ("deployment_mode", 2),
     ],
 )
-def test_server_info_mismatch_is_refused(fake: FakeWorker, api_dir: Path, field: str, value: object) -> None:
+def test_server_info_mismatch_is_refused(
+    fake: FakeWorker, api_dir: Path, field: str, value: object
+) -> None:
     fake.b.server_info[field] = value
     with pytest.raises(colossus.IncompatibleServerError) as info:
         colossus.Client.connect(daemon_options(fake, api_dir))
@@ -115,7 +121,7 @@ def test_unauthenticated_is_typed(fake: FakeWorker, api_dir: Path) -> None:
 
 def test_response_cap_follows_the_advertised_limit(fake: FakeWorker, api_dir: Path) -> None:
     fake.b.limits["max_response_bytes"] = 2000
-    fake.b.runs["run_big"] = fake.b.runs.get("run_big") or __import__("fake_worker").make_run("run_big")
+    fake.b.runs["run_big"] = make_run("run_big")
     fake.b.runs["run_big"].role = "r" * 5000
     with colossus.Client.connect(daemon_options(fake, api_dir)) as client:
         with pytest.raises(colossus.ResourceExhaustedError):

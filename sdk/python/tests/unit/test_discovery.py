@@ -8,15 +8,20 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
-from fake_worker import make_leaf
 
 from colossus import CertificateError, DescriptorError, PinMismatchError
 from colossus._transport._certificate import parse_leaf_certificate
 from colossus._transport._descriptor import discover, parse_descriptor
+from fake_worker import make_leaf
 
 PIN = "a" * 64
-GOOD = {"endpoint": "https://127.0.0.1:4433", "instance_id": "inst_1", "pid": 42,
-        "api_version": "v1alpha1", "certificate_sha256": PIN}
+GOOD = {
+    "endpoint": "https://127.0.0.1:4433",
+    "instance_id": "inst_1",
+    "pid": 42,
+    "api_version": "v1alpha1",
+    "certificate_sha256": PIN,
+}
 
 
 def _raw(**changes: object) -> bytes:

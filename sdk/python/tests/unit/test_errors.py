@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from fake_worker import status_details
 
 import colossus
 from colossus._errors import map_status
+from fake_worker import status_details
 
 
 def _trailers(code: grpc.StatusCode, reason: str, **kw: object) -> tuple[tuple[str, bytes], ...]:
@@ -23,7 +23,11 @@ def _trailers(code: grpc.StatusCode, reason: str, **kw: object) -> tuple[tuple[s
         (grpc.StatusCode.INVALID_ARGUMENT, "FIELD_INVALID", colossus.InvalidArgumentError),
         (grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_CONFLICT", colossus.IdempotencyConflictError),
         (grpc.StatusCode.FAILED_PRECONDITION, "RUN_TERMINAL", colossus.FailedPreconditionError),
-        (grpc.StatusCode.FAILED_PRECONDITION, "CAPABILITY_NOT_SUPPORTED", colossus.CapabilityMissingError),
+        (
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "CAPABILITY_NOT_SUPPORTED",
+            colossus.CapabilityMissingError,
+        ),
         (grpc.StatusCode.RESOURCE_EXHAUSTED, "WATCH_LIMIT", colossus.ResourceExhaustedError),
         (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE", colossus.TransportError),
         (grpc.StatusCode.DATA_LOSS, "JOURNAL_INTEGRITY", colossus.DataLossError),
@@ -44,8 +48,14 @@ def test_mapping(code: grpc.StatusCode, reason: str, cls: type[colossus.Colossus
 
 
 def test_foreign_domain_and_garbage_fall_back_to_the_code() -> None:
-    foreign = (("grpc-status-details-bin",
-                status_details(grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_CONFLICT", domain="example.com")),)
+    foreign = (
+        (
+            "grpc-status-details-bin",
+            status_details(
+                grpc.StatusCode.ALREADY_EXISTS, "IDEMPOTENCY_CONFLICT", domain="example.com"
+            ),
+        ),
+    )
     error = map_status(grpc.StatusCode.ALREADY_EXISTS, "x", foreign)
     assert type(error) is colossus.ApiError and error.reason is None
     junk = (("grpc-status-details-bin", b"\xff\x00garbage"),)
@@ -55,8 +65,13 @@ def test_foreign_domain_and_garbage_fall_back_to_the_code() -> None:
 
 @pytest.mark.parametrize(
     "code",
-    [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL,
-     grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED],
+    [
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.CANCELLED,
+    ],
 )
 def test_ambiguous_mutation_failures_are_outcome_unknown(code: grpc.StatusCode) -> None:
     error = map_status(code, "x", (), mutation=True, idempotency_key="k1")
@@ -66,8 +81,12 @@ def test_ambiguous_mutation_failures_are_outcome_unknown(code: grpc.StatusCode) 
 
 
 def test_definite_mutation_failures_keep_their_type() -> None:
-    error = map_status(grpc.StatusCode.INVALID_ARGUMENT, "x",
-                       _trailers(grpc.StatusCode.INVALID_ARGUMENT, "FIELD_INVALID"), mutation=True)
+    error = map_status(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "x",
+        _trailers(grpc.StatusCode.INVALID_ARGUMENT, "FIELD_INVALID"),
+        mutation=True,
+    )
     assert type(error) is colossus.InvalidArgumentError
 
 

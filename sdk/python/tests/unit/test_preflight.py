@@ -9,18 +9,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_worker import Leaf, make_leaf
 
 from colossus import PinMismatchError, TlsPolicyError, TransportError
 from colossus._transport._certificate import parse_leaf_certificate
 from colossus._transport._descriptor import Endpoint
 from colossus._transport._preflight import preflight, preflight_async
+from fake_worker import Leaf, make_leaf
 
 
 class TlsServer:
     """A bare TLS listener that completes handshakes and closes; for pre-flight tests."""
 
-    def __init__(self, tmp: Path, leaf: Leaf, *, version: ssl.TLSVersion, extra_chain: bytes = b"") -> None:
+    def __init__(
+        self, tmp: Path, leaf: Leaf, *, version: ssl.TLSVersion, extra_chain: bytes = b""
+    ) -> None:
         cert = tmp / "chain.pem"
         key = tmp / "key.pem"
         cert.write_bytes(leaf.cert_pem + extra_chain)
@@ -100,7 +102,9 @@ def test_nothing_listening_is_a_transport_error(leaf: Leaf) -> None:
     port = s.getsockname()[1]
     s.close()
     with pytest.raises(TransportError):
-        preflight(Endpoint("127.0.0.1", port), leaf.sha256, parse_leaf_certificate(leaf.cert_pem), 2.0)
+        preflight(
+            Endpoint("127.0.0.1", port), leaf.sha256, parse_leaf_certificate(leaf.cert_pem), 2.0
+        )
 
 
 async def test_async_preflight_rules(serve, leaf: Leaf) -> None:  # type: ignore[no-untyped-def]
@@ -110,9 +114,13 @@ async def test_async_preflight_rules(serve, leaf: Leaf) -> None:  # type: ignore
     with pytest.raises(TlsPolicyError):
         await preflight_async(serve(leaf, version=ssl.TLSVersion.TLSv1_2), leaf.sha256, anchor, 5.0)
     with pytest.raises(PinMismatchError):
-        await preflight_async(serve(make_leaf(), version=ssl.TLSVersion.TLSv1_3), leaf.sha256, anchor, 5.0)
+        await preflight_async(
+            serve(make_leaf(), version=ssl.TLSVersion.TLSv1_3), leaf.sha256, anchor, 5.0
+        )
     with pytest.raises(TlsPolicyError):
         await preflight_async(
             serve(leaf, version=ssl.TLSVersion.TLSv1_3, extra_chain=make_leaf(ca=True).cert_pem),
-            leaf.sha256, anchor, 5.0,
+            leaf.sha256,
+            anchor,
+            5.0,
         )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from fake_worker import FakeWorker, make_run
 
 import colossus
+from fake_worker import FakeWorker, make_run
 
 U = grpc.StatusCode.UNAVAILABLE
 
@@ -21,7 +21,9 @@ def test_create_generates_one_key_and_exposes_it(fake: FakeWorker, client: colos
     assert again.replayed and again.run.run_id == result.run.run_id
 
 
-def test_create_is_never_retried_and_reports_outcome_unknown(fake: FakeWorker, client: colossus.Client) -> None:
+def test_create_is_never_retried_and_reports_outcome_unknown(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     fake.b.fail["CreateRun"] = [(U, "UNAVAILABLE")]
     with pytest.raises(colossus.OutcomeUnknownError) as info:
         client.runs.create("hello")
@@ -41,7 +43,9 @@ def test_create_definite_errors_carry_the_key(fake: FakeWorker, client: colossus
 
 
 @pytest.mark.parametrize("method", ["CancelRun", "RespondInteraction"])
-def test_other_mutations_are_never_retried(fake: FakeWorker, client: colossus.Client, method: str) -> None:
+def test_other_mutations_are_never_retried(
+    fake: FakeWorker, client: colossus.Client, method: str
+) -> None:
     fake.b.fail[method] = [(U, "UNAVAILABLE")]
     with pytest.raises(colossus.OutcomeUnknownError):
         if method == "CancelRun":
@@ -70,8 +74,16 @@ def test_read_retries_are_bounded(fake: FakeWorker, client: colossus.Client) -> 
     assert fake.methods().count("GetRun") == 4
 
 
-def test_pagination_follows_short_and_empty_pages(fake: FakeWorker, client: colossus.Client) -> None:
-    fake.b.pages = [(["run_a", "run_b", "run_c"], "1"), ([], "2"), (["run_d"], "3"), ([], "4"), ([], "")]
+def test_pagination_follows_short_and_empty_pages(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
+    fake.b.pages = [
+        (["run_a", "run_b", "run_c"], "1"),
+        ([], "2"),
+        (["run_d"], "3"),
+        ([], "4"),
+        ([], ""),
+    ]
     ids = [r.run_id for r in client.runs.list(statuses=[colossus.RunStatus.RUNNING])]
     assert ids == ["run_a", "run_b", "run_c", "run_d"]
     tokens = [c[1].page_token for c in fake.calls if c[0] == "ListRuns"]
@@ -91,7 +103,9 @@ def test_pagination_pages_view(fake: FakeWorker, client: colossus.Client) -> Non
     assert [len(p.runs) for p in pages] == [1, 0]
 
 
-async def test_async_pagination_and_reads(fake: FakeWorker, options: colossus.DaemonOptions) -> None:
+async def test_async_pagination_and_reads(
+    fake: FakeWorker, options: colossus.DaemonOptions
+) -> None:
     fake.b.pages = [([], "1"), (["run_a", "run_b"], "2"), ([], "")]
     fake.b.runs["run_1"] = make_run("run_1")
     fake.b.fail["GetRun"] = [(U, "UNAVAILABLE")]
@@ -113,8 +127,11 @@ def test_capability_gates_refuse_locally(fake: FakeWorker, api_dir: object) -> N
     fake.b.capabilities = []
     with colossus.Client.connect(daemon_options(fake, api_dir)) as client:  # type: ignore[arg-type]
         with pytest.raises(colossus.CapabilityMissingError) as info:
-            client.runs.create("x", plan_action=colossus.PlanAction(
-                "run_1", 1, colossus.PlanActionKind.REVISE), mode=colossus.RunMode.PLAN)
+            client.runs.create(
+                "x",
+                plan_action=colossus.PlanAction("run_1", 1, colossus.PlanActionKind.REVISE),
+                mode=colossus.RunMode.PLAN,
+            )
         assert info.value.metadata["capability"] == "plans.continue"
         with pytest.raises(colossus.CapabilityMissingError):
             client.runs.create([colossus.ArtifactPart("art_1")])
@@ -123,8 +140,11 @@ def test_capability_gates_refuse_locally(fake: FakeWorker, api_dir: object) -> N
         with pytest.raises(colossus.CapabilityMissingError):
             client.artifacts.download("art_1")
         with pytest.raises(colossus.CapabilityMissingError):
-            client.runs.create("x", mode=colossus.RunMode.RESEARCH,
-                               research=colossus.ResearchOptions(1, (colossus.EvidenceLane.WEB,)))
+            client.runs.create(
+                "x",
+                mode=colossus.RunMode.RESEARCH,
+                research=colossus.ResearchOptions(1, (colossus.EvidenceLane.WEB,)),
+            )
     fake.b.capabilities = ["artifacts"]
     with colossus.Client.connect(daemon_options(fake, api_dir)) as client:  # type: ignore[arg-type]
         with pytest.raises(colossus.CapabilityMissingError) as info:
@@ -143,7 +163,9 @@ def test_capability_gates_refuse_locally(fake: FakeWorker, api_dir: object) -> N
         ({"traceparent": "01-abc"}, "FIELD_INVALID"),
     ],
 )
-def test_local_validation(fake: FakeWorker, client: colossus.Client, kwargs: dict[str, object], reason: str) -> None:
+def test_local_validation(
+    fake: FakeWorker, client: colossus.Client, kwargs: dict[str, object], reason: str
+) -> None:
     with pytest.raises(colossus.InvalidArgumentError) as info:
         client.runs.create("x", **kwargs)  # type: ignore[arg-type]
     assert info.value.reason == reason
@@ -158,10 +180,12 @@ def test_input_limits(fake: FakeWorker, client: colossus.Client) -> None:
     with pytest.raises(colossus.InvalidArgumentError) as info:
         client.runs.create([])
     with pytest.raises(colossus.InvalidArgumentError) as info:
-        client.runs.list(statuses=list(colossus.RunStatus)[1:] + [colossus.RunStatus.UNSPECIFIED])
+        client.runs.list(statuses=[*list(colossus.RunStatus)[1:], colossus.RunStatus.UNSPECIFIED])
 
 
-def test_traceparent_is_sent_in_request_and_metadata(fake: FakeWorker, client: colossus.Client) -> None:
+def test_traceparent_is_sent_in_request_and_metadata(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     client.runs.create("x", traceparent=tp, tracestate="k=v")
     request = next(c[1] for c in fake.calls if c[0] == "CreateRun")
@@ -173,7 +197,9 @@ def test_trace_context_provider_propagates(fake: FakeWorker, api_dir: object) ->
     from conftest import daemon_options
 
     tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    with colossus.Client.connect(daemon_options(fake, api_dir, trace_context=lambda: (tp, None))) as client:  # type: ignore[arg-type]
+    with colossus.Client.connect(
+        daemon_options(fake, api_dir, trace_context=lambda: (tp, None))
+    ) as client:  # type: ignore[arg-type]
         client.runs.create("x")
     create = next(c for c in fake.calls if c[0] == "CreateRun")
     assert create[2]["traceparent"] == tp

@@ -7,11 +7,11 @@ import traceback
 
 import grpc
 import pytest
-from conftest import daemon_options
-from fake_worker import BEARER, FakeWorker, make_run, output_event, terminal_event
 
 import colossus
 from colossus.api.v1alpha1 import runs_pb2
+from conftest import daemon_options
+from fake_worker import BEARER, FakeWorker, make_run, output_event, terminal_event
 
 
 def test_full_run_never_shows_the_bearer(
@@ -34,7 +34,9 @@ def test_full_run_never_shows_the_bearer(
         texts.extend(repr(e) for e in client.runs.watch("run_1"))
         fake.b.fail["CreateRun"] = [(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")]
         fake.b.fail["GetRun"] = [(grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND")]
-        fake.b.watch_scripts = [[("event", output_event("run_1", 1)), ("event", output_event("run_1", 3))]]
+        fake.b.watch_scripts = [
+            [("event", output_event("run_1", 1)), ("event", output_event("run_1", 3))]
+        ]
         for action in (
             lambda: client.runs.create("again"),
             lambda: client.runs.get("run_1"),

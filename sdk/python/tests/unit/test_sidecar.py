@@ -33,9 +33,15 @@ def fake_exe(tmp_path: Path) -> Path:
 
 def opts(exe: Path, *extra: str, **kw: object) -> colossus.SidecarOptions:
     values: dict[str, object] = dict(
-        executable=exe, application_id="my-app", extra_args=extra, startup_timeout=20.0,
-        shutdown_grace=2.0, inherit_stderr=False,
-        restart_backoff=colossus.RetryPolicy(max_attempts=4, initial_backoff=0.01, max_backoff=0.02),
+        executable=exe,
+        application_id="my-app",
+        extra_args=extra,
+        startup_timeout=20.0,
+        shutdown_grace=2.0,
+        inherit_stderr=False,
+        restart_backoff=colossus.RetryPolicy(
+            max_attempts=4, initial_backoff=0.01, max_backoff=0.02
+        ),
         retry=colossus.RetryPolicy(max_attempts=6, initial_backoff=0.2, max_backoff=0.5),
     )
     values.update(kw)
@@ -86,7 +92,9 @@ def test_bootstrap_reply_is_validated(fake_exe: Path, mode: str, error: type[Exc
 def test_unexpected_exit_is_restarted_and_reads_resume(fake_exe: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    with colossus.Client.start_sidecar(opts(fake_exe, "--fake=crash-once", state_dir=state)) as client:
+    with colossus.Client.start_sidecar(
+        opts(fake_exe, "--fake=crash-once", state_dir=state)
+    ) as client:
         time.sleep(0.8)  # the worker exits after 0.3 s
         run = client.runs.get("run_1")  # a read: retried after the restart
         assert run.status is colossus.RunStatus.SUCCEEDED
@@ -107,7 +115,9 @@ def test_restarts_are_bounded(fake_exe: Path) -> None:
 def test_mutations_are_not_replayed_across_a_restart(fake_exe: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    with colossus.Client.start_sidecar(opts(fake_exe, "--fake=crash-on-cancel", state_dir=state)) as client:
+    with colossus.Client.start_sidecar(
+        opts(fake_exe, "--fake=crash-on-cancel", state_dir=state)
+    ) as client:
         with pytest.raises(colossus.OutcomeUnknownError):
             client.runs.cancel("run_1")  # the worker dies while handling it
         time.sleep(0.3)

@@ -6,10 +6,10 @@ import time
 
 import grpc
 import pytest
-from fake_worker import FakeWorker, make_run, output_event, terminal_event
 
 import colossus
 from colossus.api.v1alpha1 import runs_pb2
+from fake_worker import FakeWorker, make_run, output_event, terminal_event
 
 RUN = "run_1"
 U = grpc.StatusCode.UNAVAILABLE
@@ -27,7 +27,9 @@ def _seqs(watch: colossus.Watch) -> list[int]:
     return [e.sequence for e in watch]
 
 
-def test_plain_watch_delivers_in_order_and_reconciles(fake: FakeWorker, client: colossus.Client) -> None:
+def test_plain_watch_delivers_in_order_and_reconciles(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     fake.b.events[RUN] = _events(5)
     _finished(fake, 5)
     with client.runs.watch(RUN) as watch:
@@ -41,15 +43,26 @@ def test_plain_watch_delivers_in_order_and_reconciles(fake: FakeWorker, client: 
 
 def test_exact_replays_are_dropped(fake: FakeWorker, client: colossus.Client) -> None:
     ev = _events(4)
-    fake.b.watch_scripts = [[("event", ev[0]), ("event", ev[1]), ("event", ev[0]), ("event", ev[1]),
-                             ("event", ev[2]), ("event", ev[2]), ("event", ev[3])]]
+    fake.b.watch_scripts = [
+        [
+            ("event", ev[0]),
+            ("event", ev[1]),
+            ("event", ev[0]),
+            ("event", ev[1]),
+            ("event", ev[2]),
+            ("event", ev[2]),
+            ("event", ev[3]),
+        ]
+    ]
     _finished(fake, 4)
     assert _seqs(client.runs.watch(RUN)) == [1, 2, 3, 4]
 
 
 def test_altered_replay_is_a_protocol_violation(fake: FakeWorker, client: colossus.Client) -> None:
     ev = _events(3)
-    fake.b.watch_scripts = [[("event", ev[0]), ("event", ev[1]), ("event", output_event(RUN, 2, "other"))]]
+    fake.b.watch_scripts = [
+        [("event", ev[0]), ("event", ev[1]), ("event", output_event(RUN, 2, "other"))]
+    ]
     watch = client.runs.watch(RUN)
     delivered = []
     with pytest.raises(colossus.ProtocolViolationError) as info:
@@ -69,7 +82,9 @@ def test_gap_fails(fake: FakeWorker, client: colossus.Client) -> None:
     assert fake.methods().count("WatchRun") == 1
 
 
-def test_retryable_failure_reconnects_from_the_cursor(fake: FakeWorker, client: colossus.Client) -> None:
+def test_retryable_failure_reconnects_from_the_cursor(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     ev = _events(5)
     fake.b.watch_scripts = [
         [("event", ev[0]), ("event", ev[1]), ("fail", U, "UNAVAILABLE")],
@@ -86,7 +101,9 @@ def test_retryable_failure_reconnects_from_the_cursor(fake: FakeWorker, client: 
     assert 0 <= seen[0].delay <= 0.02
 
 
-def test_non_retryable_failure_is_raised_without_reconnect(fake: FakeWorker, client: colossus.Client) -> None:
+def test_non_retryable_failure_is_raised_without_reconnect(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     fake.b.watch_scripts = [[("fail", grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND")]]
     with pytest.raises(colossus.NotFoundError):
         list(client.runs.watch(RUN))
@@ -102,8 +119,10 @@ def test_reconnects_are_bounded(fake: FakeWorker, client: colossus.Client) -> No
 
 def test_clean_close_of_running_run_resumes(fake: FakeWorker, client: colossus.Client) -> None:
     ev = _events(4)
-    fake.b.watch_scripts = [[("event", ev[0]), ("event", ev[1]), ("close",)],
-                            [("event", ev[2]), ("event", ev[3])]]
+    fake.b.watch_scripts = [
+        [("event", ev[0]), ("event", ev[1]), ("close",)],
+        [("event", ev[2]), ("event", ev[3])],
+    ]
     fake.b.runs[RUN] = make_run(RUN, status=runs_pb2.RUN_STATUS_RUNNING, last_sequence=2)
     seen: list[colossus.ReconnectInfo] = []
 
@@ -116,7 +135,9 @@ def test_clean_close_of_running_run_resumes(fake: FakeWorker, client: colossus.C
     assert fake.methods().count("GetRun") == 2
 
 
-def test_clean_close_before_terminal_of_a_finished_run_fails(fake: FakeWorker, client: colossus.Client) -> None:
+def test_clean_close_before_terminal_of_a_finished_run_fails(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     ev = _events(4)
     fake.b.watch_scripts = [[("event", ev[0]), ("event", ev[1]), ("close",)]]
     _finished(fake, 4)
@@ -158,7 +179,9 @@ def test_closing_a_watch_stops_iteration(fake: FakeWorker, client: colossus.Clie
     assert "CancelRun" not in fake.methods()
 
 
-async def test_async_watch_dedup_reconnect_and_reconcile(fake: FakeWorker, options: colossus.DaemonOptions) -> None:
+async def test_async_watch_dedup_reconnect_and_reconcile(
+    fake: FakeWorker, options: colossus.DaemonOptions
+) -> None:
     ev = _events(5)
     fake.b.watch_scripts = [
         [("event", ev[0]), ("event", ev[0]), ("event", ev[1]), ("fail", U, "UNAVAILABLE")],
@@ -183,7 +206,10 @@ async def test_async_watch_dedup_reconnect_and_reconcile(fake: FakeWorker, optio
 
 async def test_async_watch_gap_and_idle(fake: FakeWorker, options: colossus.DaemonOptions) -> None:
     ev = _events(5)
-    fake.b.watch_scripts = [[("event", ev[0]), ("event", ev[3])], [("event", ev[0]), ("stall", 2.0)]]
+    fake.b.watch_scripts = [
+        [("event", ev[0]), ("event", ev[3])],
+        [("event", ev[0]), ("stall", 2.0)],
+    ]
     async with await colossus.AsyncClient.connect(options) as client:
         with pytest.raises(colossus.WatchGapError):
             [e async for e in client.runs.watch(RUN)]

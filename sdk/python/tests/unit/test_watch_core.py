@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from fake_worker import make_run
 
 import colossus
 from colossus import _convert
 from colossus._watch_core import REPLAY_WINDOW, CloseAction, Verdict, WatchCore
 from colossus.api.v1alpha1 import runs_pb2
+from fake_worker import make_run
 
 POLICY = colossus.RetryPolicy(max_attempts=3, initial_backoff=0.1, max_backoff=0.15)
 
@@ -21,7 +21,10 @@ def test_dedup_and_window() -> None:
     c = core()
     for i in range(1, REPLAY_WINDOW + 11):
         assert c.on_event("run_1", i, f"e{i}", terminal=False) is Verdict.DELIVER
-    assert c.on_event("run_1", REPLAY_WINDOW + 10, f"e{REPLAY_WINDOW + 10}", terminal=False) is Verdict.DROP
+    assert (
+        c.on_event("run_1", REPLAY_WINDOW + 10, f"e{REPLAY_WINDOW + 10}", terminal=False)
+        is Verdict.DROP
+    )
     assert c.on_event("run_1", 11, "e11", terminal=False) is Verdict.DROP
     assert len(c._recent) == REPLAY_WINDOW
     with pytest.raises(colossus.ProtocolViolationError) as info:

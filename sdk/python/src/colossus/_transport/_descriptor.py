@@ -140,13 +140,12 @@ def parse_descriptor(raw: bytes) -> Descriptor:
     pin = obj["certificate_sha256"]
     if not is_pin(pin):
         raise DescriptorError("certificate_sha256 must be 64 lower-case hex characters")
-    assert isinstance(instance_id, str) and isinstance(pin, str)  # noqa: S101 - narrowed above
     return Descriptor(
         endpoint=endpoint,
-        instance_id=instance_id,
+        instance_id=str(instance_id),
         pid=pid,
         api_version=API_VERSION,
-        certificate_sha256=pin,
+        certificate_sha256=str(pin),
     )
 
 

@@ -101,9 +101,11 @@ def preflight(
     """Runs the check synchronously. Returns the live pin; raises TrustError subclasses."""
     context = _tls13_context(anchor)
     try:
-        with socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as raw:
-            with context.wrap_socket(raw, server_hostname=endpoint.host) as tls:
-                return _check_session(tls, expected_pin)
+        with (
+            socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as raw,
+            context.wrap_socket(raw, server_hostname=endpoint.host) as tls,
+        ):
+            return _check_session(tls, expected_pin)
     except (PinMismatchError, TlsPolicyError):
         raise
     except (OSError, ssl.SSLError) as exc:
