@@ -5,7 +5,9 @@
                           `./noxw -s conformance -- --run 'pin-checks.*' --sdk python`
                           or `./noxw -s conformance -- --list`
     conformance_selftest  pytest of the runner itself (catalogue, protocol codec,
-                          assertions, known-failure rules, crash handling), no worker needed
+                          assertions, known-failure rules, crash handling with a fake
+                          client) and a mutation check: an SDK with dedup or clean-close
+                          reconciliation broken on purpose must fail the guarding cases
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session
 def conformance_selftest(session: nox.Session) -> None:
-    """Unit tests of the runner, using a deliberately misbehaving fake client."""
-    session.install("--disable-pip-version-check", str(ROOT / "conformance"), "pytest==9.2.0")
+    """Unit tests of the runner, plus a mutation check against the real worker and SDK."""
+    session.install(
+        "--disable-pip-version-check", str(ROOT / "conformance"), str(ROOT / "sdk/python"), "pytest==9.2.0"
+    )
     session.run(
         "pytest", "-p", "no:cacheprovider", "-q",
         str(ROOT / "conformance/tests/runner"), *session.posargs,

@@ -78,6 +78,7 @@ class Suite:
         self.scratch = Path(tempfile.mkdtemp(prefix="colossus-conformance-", dir=options.scratch))
         self.scratch.chmod(0o700)
         self.workers: dict[str, ManagedWorker] = {}
+        self.broken: dict[str, str] = {}  # configuration -> why its worker cannot start
         self.log_dir = options.results_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
 
@@ -102,6 +103,8 @@ class Suite:
     def worker(self, configuration: str) -> ManagedWorker | None:
         if configuration == "none":
             return None
+        if configuration in self.broken:
+            raise RuntimeError(self.broken[configuration])
         existing = self.workers.get(configuration)
         if existing is not None and existing.alive:
             return existing
@@ -110,9 +113,16 @@ class Suite:
             existing.start()
             return existing
         w = ManagedWorker(configuration, self.scratch, self.log_dir)
-        for app, grant in sorted(self.applications(configuration).items()):
-            w.enrol(app, grant)
-        w.start()
+        try:
+            for app, grant in sorted(self.applications(configuration).items()):
+                w.enrol(app, grant)
+            w.start()
+        except Exception as exc:
+            w.stop()
+            # Fail every later case of this configuration at once instead of
+            # enrolling and starting again for each of them.
+            self.broken[configuration] = f"worker {configuration!r} unavailable: {exc}"
+            raise
         self.workers[configuration] = w
         return w
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,7 +99,11 @@ class ManagedWorker:
         self.public_api_dir = self.root / "public-api"
         for d in (self.state_dir, self.public_api_dir):
             d.mkdir(mode=0o700)
-        self.fault_socket = self.root / "fault.sock"
+        # Unix socket paths are limited to about 100 bytes, so the control socket
+        # lives in a short private folder of its own rather than under ``scratch``.
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="ccf-"))
+        os.chmod(self.socket_dir, 0o700)
+        self.fault_socket = self.socket_dir / "fault.sock"
         self.log_path = log_dir / f"worker-{name}.log"
         self.limits = dict(SUITE_LIMITS if limits is None else limits)
         self.enrolments: dict[str, Enrolment] = {}
@@ -196,6 +201,7 @@ class ManagedWorker:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                     self.proc.wait()
             self.proc = None
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     @property
     def alive(self) -> bool:

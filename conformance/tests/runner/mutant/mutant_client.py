@@ -1,0 +1,41 @@
+"""The Python conformance client with one SDK behaviour deliberately broken.
+
+Used only by ``test_sensitivity.py`` to prove that the catalogue notices real
+defects: the mutation named by ``COLOSSUS_CONFORMANCE_MUTANT`` is patched into
+the SDK's private watch core before the ordinary client runs.
+"""
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+from colossus import _watch_core
+from colossus._watch_core import CloseAction, Verdict
+
+MUTANT = os.environ["COLOSSUS_CONFORMANCE_MUTANT"]
+
+
+def deliver_everything(self, run_id, sequence, content, *, terminal):
+    # No dedup and no gap check: every event is passed to the caller.
+    self.last_sequence = max(self.last_sequence, sequence)
+    if terminal:
+        self._terminal_sequence = sequence
+    return Verdict.DELIVER
+
+
+def trust_clean_close(self, run):
+    # Treats any clean close as completion, without comparing cursors.
+    return CloseAction.COMPLETE
+
+
+if MUTANT == "no-dedup-no-gap":
+    _watch_core.WatchCore.on_event = deliver_everything
+elif MUTANT == "clean-close-is-completion":
+    _watch_core.WatchCore.on_clean_close = trust_clean_close
+else:
+    raise SystemExit(f"unknown mutant {MUTANT}")
+
+client = Path(__file__).resolve().parents[3] / "clients" / "python" / "client.py"
+sys.argv[0] = str(client)
+runpy.run_path(str(client), run_name="__main__")
