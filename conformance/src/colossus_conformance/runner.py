@@ -65,7 +65,7 @@ def substitute(value: Any, nonce: str) -> Any:
 
 def order_cases(cases: list[Case]) -> list[Case]:
     """Groups cases by worker configuration (so each worker starts once), keeping catalogue order."""
-    order = {"daemon": 0, "none": 1, "tls12": 2, "foreign-leaf": 3, "leaf-with-intermediate": 4}
+    order = {"daemon": 0, "default-limits": 1, "none": 2, "tls12": 3, "foreign-leaf": 4, "leaf-with-intermediate": 5}
     return sorted(cases, key=lambda c: order.get(c.worker, 9))
 
 
@@ -112,7 +112,8 @@ class Suite:
             log.warning("worker %s died; restarting it", configuration)
             existing.start()
             return existing
-        w = ManagedWorker(configuration, self.scratch, self.log_dir)
+        limits = {} if configuration == "default-limits" else None
+        w = ManagedWorker(configuration, self.scratch, self.log_dir, limits)
         try:
             for app, grant in sorted(self.applications(configuration).items()):
                 w.enrol(app, grant)

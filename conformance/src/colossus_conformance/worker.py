@@ -52,9 +52,11 @@ SUITE_LIMITS: dict[str, str] = {
     "list_batch_size": "2",
 }
 
-# Listener variant per configuration name; ``daemon`` is the genuine listener.
+# Listener variant per configuration name; ``daemon`` is the genuine listener with the
+# suite's limits, ``default-limits`` the genuine listener with the worker's own limits.
 CONFIGURATIONS: dict[str, str | None] = {
     "daemon": None,
+    "default-limits": None,
     "tls12": "tls12",
     "foreign-leaf": "foreign-leaf",
     "leaf-with-intermediate": "leaf-with-intermediate",
