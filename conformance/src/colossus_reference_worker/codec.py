@@ -18,7 +18,8 @@ class BetterprotoCodec(CodecBase):
     __content_subtype__ = "proto"
 
     def encode(self, message: Any, message_type: Any) -> bytes:
-        return bytes(message)
+        # Pre-encoded replies (fast watch path) pass through unchanged.
+        return message if isinstance(message, bytes) else bytes(message)
 
     def decode(self, data: bytes, message_type: Any) -> Any:
         return message_type.parse(data)
@@ -36,7 +37,7 @@ async def read_request(
     bytes then pass ``guard`` (the wire-level checks) and only then are
     decoded.
     """
-    raw = stream._stream  # noqa: SLF001 - grpclib exposes no prefix-level hook
+    raw = stream._stream  # grpclib exposes no hook at the length prefix
     meta = await raw.recv_data(5)
     if len(meta) < 5:
         raise invalid("request", "the request message is missing")

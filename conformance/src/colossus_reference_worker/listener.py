@@ -25,6 +25,74 @@ from .hooks import WorkerHooks
 log = logging.getLogger(__name__)
 
 
+class _CoalescingTransport(asyncio.Transport):
+    """Gathers the writes of one event-loop turn into a single TLS record write.
+
+    grpclib writes every HTTP/2 frame separately; a watch replay sends
+    thousands of small frames in a burst, and one syscall per frame dominated
+    its cost. Writes are queued and flushed on the next loop turn, so latency
+    is unchanged.
+    """
+
+    def __init__(self, inner: asyncio.Transport) -> None:
+        super().__init__()
+        self._inner = inner
+        self._pending: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(bytes(data))
+
+    def _flush(self) -> None:
+        if self._pending and not self._inner.is_closing():
+            self._inner.write(b"".join(self._pending))
+        self._pending.clear()
+
+    def writelines(self, list_of_data: Any) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._inner.close()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._inner.abort()
+
+    def is_closing(self) -> bool:
+        return self._inner.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._inner.get_extra_info(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return self._inner.get_write_buffer_size() + sum(map(len, self._pending))
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._inner.set_write_buffer_limits(high, low)
+
+    def pause_reading(self) -> None:
+        self._inner.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._inner.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._inner.is_reading()
+
+    def can_write_eof(self) -> bool:
+        return False
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._inner.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._inner.get_protocol()
+
+
 class _AppProxy(asyncio.Protocol):
     """Wraps grpclib's protocol to learn when a TLS session is up and when it ends."""
 
@@ -43,7 +111,8 @@ class _AppProxy(asyncio.Protocol):
         self._peer = transport.get_extra_info("peername")
         if self._peer is not None:
             self._listener.connections.by_peer[self._peer] = self._conn_id
-        self._inner.connection_made(transport)
+        assert isinstance(transport, asyncio.Transport)
+        self._inner.connection_made(_CoalescingTransport(transport))
         limits = self._listener.limits
         with contextlib.suppress(Exception):
             h2 = self._inner.connection._connection

@@ -16,7 +16,7 @@ from grpclib.server import Server
 
 from .codec import BetterprotoCodec
 from .config import WorkerConfig
-from .credentials import CredentialBook, Credential, Grant
+from .credentials import Credential, CredentialBook, Grant
 from .discovery import DiscoveryFiles, endpoint_url
 from .engine.engine import RunEngine
 from .errors import ErrorInfoDetailsCodec
@@ -41,7 +41,7 @@ class _GrpcServer(Server):
                          status_details_codec=ErrorInfoDetailsCodec())
         self._listener = listener
 
-    def _protocol_factory(self) -> Any:  # type: ignore[override]
+    def _protocol_factory(self) -> Any:
         return self._listener.factory(super()._protocol_factory)
 
 

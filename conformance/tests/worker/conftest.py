@@ -36,8 +36,8 @@ from colossus.api.v1alpha1 import (  # noqa: E402
 )
 from google.rpc import error_details_pb2, status_pb2  # noqa: E402
 
-from colossus_reference_worker.credentials import Grant  # noqa: E402
 from colossus_reference_worker.config import WorkerConfig  # noqa: E402
+from colossus_reference_worker.credentials import Grant  # noqa: E402
 from colossus_reference_worker.server import open_workspace  # noqa: E402
 
 ALL_SCOPES = ("runs:execute", "runs:read", "runs:control", "prompts:respond",
@@ -156,11 +156,11 @@ class Worker:
         assert self.proc is None
         self.public.mkdir(mode=0o700, exist_ok=True)
         (self.public / "endpoint.json").unlink(missing_ok=True)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "colossus_reference_worker.cli",
-             "--public-api-dir", str(self.public), "--log-level", "INFO", *self.args],
-            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "colossus_reference_worker.cli",
+                 "--public-api-dir", str(self.public), "--log-level", "INFO", *self.args],
+                stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 15
         while not (self.public / "endpoint.json").exists():
             assert self.proc.poll() is None, self.log_path.read_text()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import uuid
 
 import grpc
+
 from conftest import ROOMY, expect_error, pb, script
 
 S = pb.runs
@@ -62,8 +65,6 @@ def test_queued_run_resumes_under_its_accepted_authority(make_worker):
     run = c.create("q", script("sleep 800", "tool shell.run")).run
     worker.stop()
     # Revoking every credential of the application does not weaken accepted work.
-    from conftest import enroll_direct  # noqa: F401  (documents the helper used below)
-    import subprocess, sys  # noqa: E401
     listed = subprocess.run([sys.executable, "-m", "colossus_reference_worker.cli",
                              "--public-api-dir", str(worker.public), "--list-credentials"],
                             capture_output=True, text=True, check=True).stdout.split("\n")

@@ -7,6 +7,7 @@ import ssl
 
 import grpc
 import pytest
+
 from conftest import ROOMY, error_info, expect_error, pb, script
 
 S = pb.runs

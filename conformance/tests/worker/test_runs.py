@@ -8,6 +8,7 @@ import uuid
 
 import grpc
 import pytest
+
 from conftest import expect_error, pb, script
 
 S = pb.runs

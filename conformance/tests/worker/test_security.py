@@ -15,9 +15,10 @@ import uuid
 
 import grpc
 import pytest
-from conftest import expect_error, pb
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
+
+from conftest import expect_error, pb
 
 OK = grpc.StatusCode
 CLI = [sys.executable, "-m", "colossus_reference_worker.cli"]
@@ -30,9 +31,9 @@ def _tls_connect(worker, **ctx_kw):
     for name, value in ctx_kw.items():
         setattr(ctx, name, value)
     host, port = worker.target.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=5) as raw:
-        with ctx.wrap_socket(raw, server_hostname=host) as tls:
-            return tls.version(), tls.selected_alpn_protocol(), tls.getpeercert(binary_form=True)
+    with (socket.create_connection((host, int(port)), timeout=5) as raw,
+          ctx.wrap_socket(raw, server_hostname=host) as tls):
+        return tls.version(), tls.selected_alpn_protocol(), tls.getpeercert(binary_form=True)
 
 
 def test_tls13_only_and_certificate_shape(make_worker):

@@ -8,6 +8,7 @@ admission limits, live run drivers, watches and recovery.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 from collections import defaultdict
@@ -370,11 +371,10 @@ class RunEngine:
                           "outcome": "APPROVED" if decision == 1 else "DENIED"}
             answer = decision == 1
         self.append(req.run_id, resolution)
-        try:
+        # At the event cap the driver meets the limit too and ends the run.
+        with contextlib.suppress(EventLimitReached):
             self.append(req.run_id, {"type": "status", "previous": "WAITING_FOR_INPUT",
                                      "status": "RUNNING"})
-        except EventLimitReached:
-            pass  # the driver will meet the limit too and end the run
         driver = self.drivers.get(req.run_id)
         if driver is not None:
             driver.deliver(answer)
@@ -421,7 +421,7 @@ class RunEngine:
         creation, state = full.creation, full.state
         output = "".join(e["event"]["text"] for e in full.events
                          if e["event"]["type"] == "output")
-        partial = {"output_text": output}
+        partial: dict[str, Any] = {"output_text": output}
         if creation.get("plan"):
             partial["plan"] = {**creation["plan"], "status": "DRAFT"}
         app = creation["application_id"]

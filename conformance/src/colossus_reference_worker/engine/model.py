@@ -46,7 +46,7 @@ def is_reserved(event: Event) -> bool:
     """Whether ``event`` may use the reserved lifecycle budget."""
     if event["type"] in RESERVED_TYPES:
         return True
-    return event["type"] == "status" and event["status"] == "CANCELLING"
+    return bool(event["type"] == "status" and event["status"] == "CANCELLING")
 
 
 def apply(state: State, event: Event, time_us: int, pc: int | None) -> State:

@@ -52,8 +52,10 @@ class Pipeline:
 
     def authenticate(self, stream: Stream[Any, Any], method: str) -> Principal:
         """Observe, authenticate and scope-check one call (raises ApiError)."""
-        metadata = stream.metadata or {}
-        values = metadata.getall("authorization", []) if hasattr(metadata, "getall") else []
+        values: list[str] = []
+        if stream.metadata is not None:
+            values = [v if isinstance(v, str) else "" for v in
+                      stream.metadata.getall("authorization", [])]
         self.hooks.on_rpc(self.connections.conn_id(stream), method, bool(values))
         if len(values) > 1:
             raise ApiError(  # ambiguous credentials are never guessed at

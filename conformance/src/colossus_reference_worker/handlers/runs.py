@@ -29,7 +29,8 @@ from ..codec import read_request
 from ..credentials import Principal
 from ..engine import views
 from ..engine.engine import RunEngine
-from ..hooks import WatchContext
+from ..engine.wire import encode_watch_response
+from ..hooks import WatchContext, WorkerHooks
 from ..wire_guard import check_create_run, check_list_runs
 from .pipeline import Pipeline
 
@@ -72,13 +73,18 @@ class RunService:
         return RespondInteractionResponse(run=views.run(creation, state))
 
     async def _watch(self, principal: Principal, req: WatchRunRequest
-                     ) -> AsyncIterator[WatchRunResponse]:
+                     ) -> AsyncIterator[WatchRunResponse | bytes]:
         self._engine.open_watch(principal, req.run_id)
         try:
             ctx = WatchContext(next(self._watch_calls), principal.application_id, req.run_id,
                                req.after_sequence)
             hooks = self._pipeline.hooks
             hooks.on_watch(ctx)
+            if type(hooks).wrap_watch is WorkerHooks.wrap_watch:
+                # Nobody rewrites the stream: send pre-encoded events.
+                async for payload in self._engine.watch(req.run_id, req.after_sequence):
+                    yield encode_watch_response(req.run_id, payload)
+                return
 
             async def events() -> AsyncIterator[RunEvent]:
                 async for payload in self._engine.watch(req.run_id, req.after_sequence):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import itertools
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,6 +185,6 @@ class Journal:
 
 
 def _check_links(records: list[Record]) -> None:
-    for before, after in zip(records, records[1:]):
+    for before, after in itertools.pairwise(records):
         if after.version != before.version + 1 or after.prev_hash != before.hash:
             raise JournalIntegrityError(f"broken chain in {after.stream}@{after.version}")

@@ -1,0 +1,59 @@
+"""Sessions for the reference worker (conformance/docs/reference-worker.md).
+
+    worker_tests  pytest conformance/tests/worker: the worker as a real subprocess over
+                  real TLS, driven with the SDK's raw grpcio stubs
+    worker_lint   ruff and mypy --strict on the worker package (not the generated _gen,
+                  nor the faults/artifacts/sidecar modules linted with their own sessions)
+    bench_worker  prints CreateRun latency, watch replay throughput and memory with 64
+                  live watches; `./noxw -s bench_worker -- --creates 50` for a quick run
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent.parent
+PINS = ROOT / "conformance/requirements-test.txt"
+# Modules of the worker package that other sessions own.
+_OTHERS = ("_gen", "faults", "artifacts", "sidecar")
+
+DEFAULT_SESSIONS = ["worker_lint", "worker_tests"]
+
+
+def _install(session: nox.Session) -> None:
+    session.install("--disable-pip-version-check", "-r", str(PINS))
+    session.install("--disable-pip-version-check", "-e", str(ROOT / "conformance"))
+
+
+@nox.session
+def worker_tests(session: nox.Session) -> None:
+    """Every W requirement in scope, against real worker processes."""
+    _install(session)
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "-q", "--timeout", "120",
+        str(ROOT / "conformance/tests/worker"), *session.posargs,
+    )
+
+
+@nox.session
+def worker_lint(session: nox.Session) -> None:
+    """ruff (rules in conformance/pyproject.toml) and mypy --strict."""
+    _install(session)
+    package = ROOT / "conformance/src/colossus_reference_worker"
+    excludes = [arg for name in _OTHERS for arg in ("--exclude", str(package / name))]
+    session.run("ruff", "check", "--config", str(ROOT / "conformance/pyproject.toml"),
+                str(package), str(ROOT / "conformance/tests/worker"), *excludes)
+    session.run(
+        "mypy", "--strict", "--config-file", str(ROOT / "conformance/pyproject.toml"),
+        "--exclude", "|".join(f"{name}/" for name in _OTHERS), str(package),
+    )
+
+
+@nox.session
+def bench_worker(session: nox.Session) -> None:
+    """Print the worker's benchmark figures (not a timed test)."""
+    _install(session)
+    session.run("python", str(ROOT / "conformance/tests/worker/bench_worker.py"),
+                *session.posargs)
