@@ -102,9 +102,10 @@ def status_details(
     info = error_details_pb2.ErrorInfo(domain=domain, reason=reason, metadata=metadata or {})
     detail = any_pb2.Any()
     detail.Pack(info)
-    return status_pb2.Status(
+    blob: bytes = status_pb2.Status(
         code=code.value[0], message=reason, details=[detail]
     ).SerializeToString()
+    return blob
 
 
 def abort(
@@ -161,7 +162,7 @@ def make_run(
         session_id="sess_1",
         mode=runs_pb2.RUN_MODE_EXECUTE,
         role="default",
-        status=status,
+        status=runs_pb2.RunStatus.ValueType(status),
         last_sequence=last_sequence,
         idempotency_key=key,
         max_turns=20,
@@ -207,6 +208,7 @@ class Behaviour:
     tamper_download: str | None = None
     delay: dict[str, float] = field(default_factory=dict)
     on_call: Any = None
+    synthetic_events: int = 0
     deployment_mode: int = system_pb2.DEPLOYMENT_MODE_SHARED_DAEMON
 
 
@@ -324,6 +326,13 @@ class FakeWorker(
 
     def WatchRun(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         self._record("WatchRun", request, context)
+        if self.b.synthetic_events:
+            for seq in range(request.after_sequence + 1, self.b.synthetic_events):
+                yield run_service_pb2.WatchRunResponse(event=output_event(request.run_id, seq))
+            yield run_service_pb2.WatchRunResponse(
+                event=terminal_event(request.run_id, self.b.synthetic_events)
+            )
+            return
         if self.b.watch_scripts:
             script = self.b.watch_scripts.pop(0)
         else:
@@ -459,5 +468,23 @@ def _sidecar_main(argv: list[str]) -> int:
     return 0
 
 
+def _serve_main(directory: str, events: int) -> int:
+    """Serves one synthetic run of ``events`` events until stdin closes (benchmarks)."""
+    worker = FakeWorker(behaviour=Behaviour(synthetic_events=events)).start()
+    worker.b.runs["run_bench"] = make_run(
+        "run_bench", status=runs_pb2.RUN_STATUS_SUCCEEDED, last_sequence=events
+    )
+    worker.write_discovery(Path(directory))
+    print(
+        json.dumps({"instance_id": INSTANCE_ID, "certificate_sha256": worker.leaf.sha256}),
+        flush=True,
+    )
+    sys.stdin.read()
+    worker.stop()
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        sys.exit(_serve_main(sys.argv[2], int(sys.argv[3])))
     sys.exit(_sidecar_main(sys.argv[1:]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import TypeVar
 
@@ -21,10 +21,13 @@ def _enum(cls: type[_E], value: int) -> _E:
         return cls(0)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def _time(msg: timestamp_pb2.Timestamp, present: bool) -> datetime | None:
     if not present:
         return None
-    return datetime.fromtimestamp(msg.seconds + msg.nanos / 1e9, tz=timezone.utc)
+    return _EPOCH + timedelta(seconds=msg.seconds, microseconds=msg.nanos // 1000)
 
 
 def server_info(pb: system_pb2.ServerInfo) -> m.ServerInfo:

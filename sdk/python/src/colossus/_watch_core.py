@@ -58,6 +58,7 @@ class WatchCore(Generic[C]):
         "_attempt",
         "_delays",
         "_policy",
+        "_progressed",
         "_recent",
         "_recent_index",
         "_terminal_sequence",
@@ -74,6 +75,7 @@ class WatchCore(Generic[C]):
         self._terminal_sequence: int | None = None
         self._attempt = 0
         self._delays: Iterator[float] = policy.delays()
+        self._progressed = False
 
     @property
     def finished_stream(self) -> bool:
@@ -120,13 +122,16 @@ class WatchCore(Generic[C]):
         self.last_sequence = sequence
         if terminal:
             self._terminal_sequence = sequence
-        # Progress refills the reconnect budget.
-        self._attempt = 0
-        self._delays = self._policy.delays()
+        # Progress refills the reconnect budget (applied at the next failure).
+        self._progressed = True
         return Verdict.DELIVER
 
     def on_retryable_failure(self) -> Resume | None:
         """A retryable transport failure: the next reconnect, or ``None`` when exhausted."""
+        if self._progressed:
+            self._progressed = False
+            self._attempt = 0
+            self._delays = self._policy.delays()
         delay = next(self._delays, None)
         if delay is None:
             return None

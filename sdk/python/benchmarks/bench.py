@@ -1,0 +1,224 @@
+"""Figures for the Python SDK, measured in one run (``./noxw -s bench_python_sdk``).
+
+1. Watch throughput: the SDK's ``runs.watch`` against a raw grpcio stub reading the same
+   4,099-event run (4,093 outputs, a prompt, then a cancel) from the reference worker, on
+   the same kind of pinned channel. Reported as events/s and the SDK/raw ratio.
+2. Connect time: ``Client.connect`` (discovery files -> TLS 1.3 pre-flight -> channel ->
+   verified GetServerInfo) against a raw channel plus one GetServerInfo.
+3. RSS growth of the client process over one 100,000-event watch, served by the test
+   fake worker in a separate process (the reference worker caps a run at 4,099 events).
+
+Usage: python benchmarks/bench.py [--rounds N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+import colossus
+from colossus.api.v1alpha1 import run_service_pb2, run_service_pb2_grpc, system_pb2, system_pb2_grpc
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent / "tests" / "integration"), str(HERE.parent / "tests")]
+
+from worker import Enrollment, ReferenceWorker, find_worker  # noqa: E402
+
+from fake_worker import BEARER  # noqa: E402
+
+RELAXED = (
+    "--limit",
+    "create_rate_per_application_per_second=1000",
+    "--limit",
+    "create_rate_per_application_burst=1000",
+)
+
+
+def _rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def _options(directory: Path, instance_id: str, pin: str, bearer: str) -> colossus.DaemonOptions:
+    return colossus.DaemonOptions(
+        public_api_dir=directory,
+        expected_instance_id=instance_id,
+        expected_certificate_sha256=pin,
+        credentials=colossus.InMemoryCredentialProvider(bearer),
+    )
+
+
+def _raw_channel(directory: Path) -> grpc.Channel:
+    descriptor = json.loads((directory / "endpoint.json").read_text())
+    target = descriptor["endpoint"].removeprefix("https://")
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=(directory / "certificate.pem").read_bytes()
+    )
+    return grpc.secure_channel(target, creds, options=[("grpc.use_local_subchannel_pool", 1)])
+
+
+def _make_long_run(client: colossus.Client) -> str:
+    steps = [
+        "colossus-script v1",
+        *(f"say event {i}" for i in range(4093)),
+        "ask Continue? | yes | no",
+    ]
+    run_id = client.runs.create("\n".join(steps)).run.run_id
+    while client.runs.get(run_id).status is not colossus.RunStatus.WAITING_FOR_INPUT:
+        time.sleep(0.2)
+    client.runs.cancel(run_id)
+    while not client.runs.get(run_id).status.is_terminal:
+        time.sleep(0.1)
+    return run_id
+
+
+def watch_and_connect(rounds: int) -> dict[str, Any]:
+    executable = find_worker()
+    if executable is None:
+        raise SystemExit("the reference worker is needed: pip install ./conformance")
+    with tempfile.TemporaryDirectory() as tmp:
+        worker = ReferenceWorker(executable, Path(tmp))
+        enrollment: Enrollment = worker.enroll()
+        worker.start(*RELAXED)
+        try:
+            opts = _options(
+                worker.api_dir,
+                enrollment.instance_id,
+                enrollment.certificate_sha256,
+                enrollment.bearer,
+            )
+            auth = (("authorization", f"Bearer {enrollment.bearer}"),)
+            with colossus.Client.connect(opts) as client:
+                run_id = _make_long_run(client)
+                events = client.runs.get(run_id).last_sequence
+                sdk_rates, raw_rates = [], []
+                raw_channel = _raw_channel(worker.api_dir)
+                stub = run_service_pb2_grpc.RunServiceStub(raw_channel)
+                for _ in range(rounds):
+                    started = time.perf_counter()
+                    n = sum(1 for _ in client.runs.watch(run_id))
+                    sdk_rates.append(n / (time.perf_counter() - started))
+                    started = time.perf_counter()
+                    n_raw = sum(
+                        1
+                        for r in stub.WatchRun(
+                            run_service_pb2.WatchRunRequest(run_id=run_id), metadata=auth
+                        )
+                        if r.event.sequence
+                    )
+                    raw_rates.append(n_raw / (time.perf_counter() - started))
+                    assert n == n_raw == events
+                raw_channel.close()
+            sdk_connect, raw_connect = [], []
+            for _ in range(rounds * 2):
+                started = time.perf_counter()
+                with colossus.Client.connect(opts) as c:
+                    _ = c.server_info
+                sdk_connect.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                channel = _raw_channel(worker.api_dir)
+                system_pb2_grpc.SystemServiceStub(channel).GetServerInfo(
+                    system_pb2.GetServerInfoRequest(),
+                    metadata=auth,
+                    wait_for_ready=True,
+                    timeout=10,
+                )
+                raw_connect.append(time.perf_counter() - started)
+                channel.close()
+        finally:
+            worker.stop()
+    sdk_rate, raw_rate = statistics.median(sdk_rates), statistics.median(raw_rates)
+    sdk_ms, raw_ms = statistics.median(sdk_connect) * 1e3, statistics.median(raw_connect) * 1e3
+    return {
+        "watch_events": events,
+        "watch_sdk_events_per_s": round(sdk_rate),
+        "watch_raw_events_per_s": round(raw_rate),
+        "watch_ratio": round(sdk_rate / raw_rate, 3),
+        "connect_sdk_ms": round(sdk_ms, 1),
+        "connect_raw_ms": round(raw_ms, 1),
+        "connect_ratio": round(sdk_ms / raw_ms, 2),
+    }
+
+
+def rss_over_long_watch(events: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp) / "api"
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE.parent / "tests" / "fake_worker.py"),
+                "--serve",
+                str(directory),
+                str(events),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            identity = json.loads(server.stdout.readline())
+            opts = _options(
+                directory, identity["instance_id"], identity["certificate_sha256"], BEARER
+            )
+            with colossus.Client.connect(opts) as client:
+                baseline = 0
+                peak = 0
+                count = 0
+                started = time.perf_counter()
+                for event in client.runs.watch("run_bench"):
+                    count += 1
+                    if event.sequence == 5_000:
+                        baseline = _rss_bytes()
+                    elif event.sequence % 5_000 == 0:
+                        peak = max(peak, _rss_bytes())
+                elapsed = time.perf_counter() - started
+                final = _rss_bytes()
+        finally:
+            assert server.stdin is not None
+            server.stdin.close()
+            server.wait(timeout=30)
+    return {
+        "rss_watch_events": count,
+        "rss_after_5000_mib": round(baseline / 2**20, 2),
+        "rss_peak_mib": round(max(peak, final) / 2**20, 2),
+        "rss_growth_mib": round((max(peak, final) - baseline) / 2**20, 2),
+        "rss_watch_events_per_s": round(count / elapsed),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    figures = {**watch_and_connect(args.rounds), **rss_over_long_watch(args.events)}
+    width = max(len(k) for k in figures)
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+    print(
+        f"watch throughput ratio {figures['watch_ratio']} (target >= 0.9): "
+        f"{'met' if figures['watch_ratio'] >= 0.9 else 'NOT met'}"
+    )
+    print(
+        f"RSS growth {figures['rss_growth_mib']} MiB (target < 5 MiB): "
+        f"{'met' if figures['rss_growth_mib'] < 5 else 'NOT met'}"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
