@@ -128,7 +128,7 @@ def check_case(case: Case) -> None:
             raise CatalogueError(f"{where}: duplicate step id {step['id']}")
         step_ids.append(step["id"])
         conn = step.get("args", {}).get("conn", names[0] if names else None)
-        if step["op"] != "sleep" and conn not in names:
+        if step["op"] not in ("sleep", "restart_worker") and conn not in names:
             raise CatalogueError(f"{where}: step {step['id']} uses unknown connection {conn!r}")
     for assertion in case.assertions:
         for key in ("path", "equals_path", "not_equals_path"):

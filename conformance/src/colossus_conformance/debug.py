@@ -27,6 +27,9 @@ from .sdks import ClientSpec
 
 
 def serve(case: Case, client: ClientSpec | None, results_dir: Path) -> int:
+    if any(step["op"] == "restart_worker" for step in case.steps):
+        print(f"{case.id} restarts the worker between client segments; --serve handles one segment only")
+        return 2
     options = Options(results_dir=results_dir, known_failures_dir=results_dir)
     suite = Suite([case], options)
     folder: Path | None = None

@@ -277,25 +277,67 @@ class Suite:
             result.details.append(f"runner could not prepare the case: {exc}")
             result.seconds = time.monotonic() - started
             return result, Exchange("ok")
-        exchange = client.run_case(prepared.instruction, prepared.bearers, timeout + 5.0)
+        reports: list[dict[str, Any]] = []
         observations: dict[str, Any] = {}
-        if worker is not None and worker.control is not None:
-            try:
-                observations = worker.control.observations()
-                worker.control.end_case()
-            except Exception as exc:  # noqa: BLE001
-                result.details.append(f"worker observations unavailable: {exc}")
+        exchange = Exchange("ok")
+        for index, segment in enumerate(split_segments(prepared.instruction["steps"])):
+            if segment.action is not None:
+                # A runner action between two client segments (a worker restart).
+                try:
+                    observations = merge_observations(observations, self._observe(worker, result))
+                    self._act(segment.action, worker)
+                    if worker is not None and worker.control is not None:
+                        worker.control.begin_case(case.id, [])
+                except Exception as exc:  # noqa: BLE001
+                    result.details.append(f"runner action {segment.action['op']} failed: {exc}")
+                    break
+                continue
+            known = {r["id"]: r for r in reports}
+            instruction = dict(prepared.instruction, steps=[resolve_earlier(s, known) for s in segment.steps])
+            exchange = client.run_case(instruction, prepared.bearers, timeout + 5.0)
+            if exchange.status != "ok" or exchange.result is None:
+                break
+            reports.extend(exchange.result.get("steps", []))
+            if exchange.result.get("fatal"):
+                reports_fatal = exchange.result["fatal"]
+                result.details.append(f"client reported a fatal problem in segment {index}: {reports_fatal}")
+        observations = merge_observations(observations, self._observe(worker, result, end=True))
         result.seconds = time.monotonic() - started
-        self._record(sdk, prepared, exchange, observations)
+        combined = {"type": "result", "case": case.id, "steps": reports}
+        self._record(sdk, prepared, exchange, observations, combined)
         if exchange.status != "ok" or exchange.result is None:
             result.details.append(f"client {exchange.status}: {exchange.detail}")
             return result, exchange
-        result.details.extend(judge(case, exchange.result, observations, prepared.bearers, prepared.nonce))
+        result.details.extend(judge(case, combined, observations, prepared.bearers, prepared.nonce))
         if not result.details:
             result.status = PASS
         return result, exchange
 
-    def _record(self, sdk: str, prepared: PreparedCase, exchange: Exchange, observations: dict[str, Any]) -> None:
+    @staticmethod
+    def _observe(worker: ManagedWorker | None, result: CaseResult, end: bool = False) -> dict[str, Any]:
+        if worker is None or worker.control is None:
+            return {}
+        try:
+            observations = worker.control.observations()
+            if end:
+                worker.control.end_case()
+            return observations
+        except Exception as exc:  # noqa: BLE001
+            result.details.append(f"worker observations unavailable: {exc}")
+            return {}
+
+    @staticmethod
+    def _act(action: dict[str, Any], worker: ManagedWorker | None) -> None:
+        if action["op"] == "restart_worker":
+            if worker is None:
+                raise RuntimeError("this case has no worker to restart")
+            worker.restart(hard=action.get("args", {}).get("mode", "term") == "kill")
+        else:
+            raise RuntimeError(f"unknown runner action {action['op']}")
+
+    def _record(
+        self, sdk: str, prepared: PreparedCase, exchange: Exchange, observations: dict[str, Any], result: dict[str, Any]
+    ) -> None:
         """Appends the raw exchange to ``logs/<sdk>-cases.jsonl`` for post-mortems.
 
         The instruction holds no bearer (those travel on the bearer pipe), so
@@ -305,7 +347,7 @@ class Suite:
             "instruction": prepared.instruction,
             "status": exchange.status,
             "detail": exchange.detail,
-            "result": exchange.result,
+            "result": result,
             "worker": observations,
         }
         with open(self.log_dir / f"{sdk}-cases.jsonl", "a") as out:
@@ -323,6 +365,69 @@ class Suite:
             result.status = XFAIL
             result.reason = entry.reason
         return result
+
+
+RUNNER_OPS = frozenset({"restart_worker"})
+
+
+@dataclass
+class Segment:
+    """Either a run of client steps or one runner action between them."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    action: dict[str, Any] | None = None
+
+
+def split_segments(steps: list[dict[str, Any]]) -> list[Segment]:
+    """Cuts a case's steps at runner actions; each client segment is one instruction."""
+    segments: list[Segment] = []
+    current: list[dict[str, Any]] = []
+    for step in steps:
+        if step["op"] in RUNNER_OPS:
+            if current:
+                segments.append(Segment(steps=current))
+                current = []
+            segments.append(Segment(action=step))
+        else:
+            current.append(step)
+    if current:
+        segments.append(Segment(steps=current))
+    return segments
+
+
+def resolve_earlier(value: Any, reports: dict[str, dict[str, Any]]) -> Any:
+    """Resolves ``$step.path`` references to steps of earlier segments.
+
+    A client only knows the steps of the instruction it is executing, so the
+    runner fills in values reported in earlier segments itself. Unresolvable
+    references are left for the client to report.
+    """
+    if isinstance(value, str) and value.startswith("$") and value[1:].split(".")[0] in reports:
+        document = {"steps": reports}
+        resolved = assertions.resolve(document, assertions.ref_to_path(value))
+        return value if resolved is assertions.MISSING or resolved is None else resolved
+    if isinstance(value, list):
+        return [resolve_earlier(v, reports) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve_earlier(v, reports) for k, v in value.items()}
+    return value
+
+
+def merge_observations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Combines the observations of two worker lifetimes within one case."""
+    if not a:
+        return dict(b)
+    if not b:
+        return dict(a)
+    calls = dict(a.get("rpc_calls", {}))
+    for name, count in b.get("rpc_calls", {}).items():
+        calls[name] = calls.get(name, 0) + count
+    return {
+        "connections": list(a.get("connections", [])) + list(b.get("connections", [])),
+        "rpc_calls": calls,
+        "watch_cursors": list(a.get("watch_cursors", [])) + list(b.get("watch_cursors", [])),
+        "bearer_seen": bool(a.get("bearer_seen")) or bool(b.get("bearer_seen")),
+    }
 
 
 def judge(

@@ -173,7 +173,7 @@ class ManagedWorker:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise WorkerError(f"worker {self.name} exited with {self.proc.returncode}; see {self.log_path}")
-            if (self.public_api_dir / "endpoint.json").exists() and self.fault_socket.exists():
+            if self._descriptor_pid() == self.proc.pid and self.fault_socket.exists():
                 try:
                     self.control = FaultControl(str(self.fault_socket))
                     break
@@ -188,6 +188,25 @@ class ManagedWorker:
         if not self.instance_id:
             self.instance_id = descriptor["instance_id"]
             self.certificate_sha256 = descriptor["certificate_sha256"]
+
+    def restart(self, hard: bool) -> None:
+        """Stops the worker (SIGKILL when ``hard``, else a graceful stop) and starts it again."""
+        if hard and self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.control is not None:
+            with contextlib.suppress(OSError):
+                self.control.close()
+            self.control = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=15)
+        self.proc = None
+        # A killed worker leaves its socket behind, and the worker refuses to
+        # start on an existing path.
+        with contextlib.suppress(FileNotFoundError):
+            self.fault_socket.unlink()
+        self.start()
 
     def stop(self) -> None:
         if self.control is not None:
@@ -204,6 +223,14 @@ class ManagedWorker:
                     self.proc.wait()
             self.proc = None
         shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    def _descriptor_pid(self) -> int | None:
+        """The pid in endpoint.json (a killed predecessor may have left its own)."""
+        try:
+            pid = json.loads((self.public_api_dir / "endpoint.json").read_text()).get("pid")
+        except (OSError, ValueError):
+            return None
+        return pid if isinstance(pid, int) else None
 
     @property
     def alive(self) -> bool:
