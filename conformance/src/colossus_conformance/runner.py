@@ -302,6 +302,8 @@ class Suite:
                 reports_fatal = exchange.result["fatal"]
                 result.details.append(f"client reported a fatal problem in segment {index}: {reports_fatal}")
         observations = merge_observations(observations, self._observe(worker, result, end=True))
+        if worker is not None:
+            observations["discovery"] = worker.discovery_facts()
         result.seconds = time.monotonic() - started
         combined = {"type": "result", "case": case.id, "steps": reports}
         self._record(sdk, prepared, exchange, observations, combined)

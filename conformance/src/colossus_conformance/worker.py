@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -223,6 +224,25 @@ class ManagedWorker:
                     self.proc.wait()
             self.proc = None
         shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    def discovery_facts(self) -> dict[str, Any]:
+        """What the runner itself sees of the real discovery folder (W2)."""
+        facts: dict[str, Any] = {}
+        try:
+            facts["dir_mode"] = oct(os.stat(self.public_api_dir).st_mode & 0o777)
+            for name, key in (("endpoint.json", "endpoint"), ("certificate.pem", "certificate")):
+                st = os.lstat(self.public_api_dir / name)
+                facts[f"{key}_mode"] = oct(st.st_mode & 0o777)
+                facts[f"{key}_is_regular_file"] = stat.S_ISREG(st.st_mode)
+                facts[f"{key}_bytes"] = st.st_size
+            descriptor = json.loads((self.public_api_dir / "endpoint.json").read_text())
+            facts["descriptor_members"] = sorted(descriptor)
+            facts["descriptor_pid_is_worker"] = self.proc is not None and descriptor.get("pid") == self.proc.pid
+            facts["descriptor_pin_matches_enrolment"] = descriptor.get("certificate_sha256") == self.certificate_sha256
+            facts["descriptor_instance_matches_enrolment"] = descriptor.get("instance_id") == self.instance_id
+        except (OSError, ValueError) as exc:
+            facts["error"] = str(exc)
+        return facts
 
     def _descriptor_pid(self) -> int | None:
         """The pid in endpoint.json (a killed predecessor may have left its own)."""
