@@ -107,7 +107,11 @@ def run_view(r: colossus.Run) -> dict[str, Any]:
             "output_text": r.result.output_text,
             "failure_code": r.result.failure.code if r.result.failure else None,
             "plan": (
-                {"plan_id": r.result.plan.plan_id, "revision": r.result.plan.revision, "status": _enum(r.result.plan.status)}
+                {
+                    "plan_id": r.result.plan.plan_id,
+                    "revision": r.result.plan.revision,
+                    "status": _enum(r.result.plan.status),
+                }
                 if r.result.plan
                 else None
             ),
@@ -137,10 +141,19 @@ def event_view(e: colossus.RunEvent) -> dict[str, Any]:
     elif isinstance(p, colossus.InteractionRequested):
         view.update(kind="interaction_requested", interaction=interaction_view(p.interaction))
     elif isinstance(p, colossus.InteractionResolved):
-        view.update(kind="interaction_resolved", interaction_id=p.interaction_id, outcome=_enum(p.outcome), choice=p.choice)
+        view.update(
+            kind="interaction_resolved",
+            interaction_id=p.interaction_id,
+            outcome=_enum(p.outcome),
+            choice=p.choice,
+        )
     elif isinstance(p, colossus.ToolActivity):
-        view.update(kind="tool_activity", action_class=_enum(p.action_class),
-                    display_category=p.display_category, phase=_enum(p.phase))
+        view.update(
+            kind="tool_activity",
+            action_class=_enum(p.action_class),
+            display_category=p.display_category,
+            phase=_enum(p.phase),
+        )
     elif isinstance(p, colossus.RunTerminated):
         view.update(kind="terminated", terminal_status=_enum(p.status))
     else:
@@ -246,7 +259,9 @@ class CaseRun:
                 public_api_dir=Path(spec["public_api_dir"]),
                 expected_instance_id=spec["expected_instance_id"],
                 expected_certificate_sha256=spec["expected_certificate_sha256"],
-                expected_deployment_mode=colossus.DeploymentMode[spec.get("expected_deployment_mode", "SHARED_DAEMON")],
+                expected_deployment_mode=colossus.DeploymentMode[
+                    spec.get("expected_deployment_mode", "SHARED_DAEMON")
+                ],
                 credentials=colossus.InMemoryCredentialProvider(self.bearers[name]),
                 timeout=15.0,
                 connect_timeout=10.0,
@@ -268,11 +283,15 @@ class CaseRun:
                     report["hooks"] = hooks
             except UnresolvedReference as exc:
                 report["error"] = {"kind": "unresolved_reference", "message": f"cannot resolve {exc}"}
-            except Exception as exc:  # noqa: BLE001 - every failure is an observation
+            except Exception as exc:
                 log.debug("step %s failed: %s", step["id"], traceback.format_exc())
                 report["error"] = error_view(exc)
-                if isinstance(exc, (ValueError, TypeError, KeyError)) and not isinstance(exc, colossus.ColossusError):
-                    report["error"]["kind"] = "unsupported" if isinstance(exc, KeyError) else report["error"]["kind"]
+                if isinstance(exc, (ValueError, TypeError, KeyError)) and not isinstance(
+                    exc, colossus.ColossusError
+                ):
+                    report["error"]["kind"] = (
+                        "unsupported" if isinstance(exc, KeyError) else report["error"]["kind"]
+                    )
                 key = getattr(exc, "idempotency_key", None)
                 if key:
                     report.setdefault("value", {})["idempotency_key"] = key
@@ -285,7 +304,7 @@ class CaseRun:
         for client in self.clients.values():
             try:
                 client.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.debug("close failed: %s", traceback.format_exc())
         self.clients.clear()
 
@@ -321,7 +340,8 @@ class CaseRun:
                 answer: Any = colossus.PromptAnswer(choice=args["choice"])
             else:
                 answer = colossus.ApprovalAnswer(
-                    binding=args["binding"], decision=colossus.ApprovalDecision[args.get("decision", "APPROVE")]
+                    binding=args["binding"],
+                    decision=colossus.ApprovalDecision[args.get("decision", "APPROVE")],
                 )
             return {"run": run_view(client.runs.respond(args["run_id"], args["interaction_id"], answer))}, []
         if op == "upload_artifact":
@@ -331,7 +351,9 @@ class CaseRun:
                 data = base64.b64decode(args["data_base64"])
             else:
                 data = bytes(i % 251 for i in range(int(args["size_bytes"])))
-            artifact = client.artifacts.upload(data, media_type=args["media_type"], display_name=args.get("display_name"))
+            artifact = client.artifacts.upload(
+                data, media_type=args["media_type"], display_name=args.get("display_name")
+            )
             return {"artifact": artifact_view(artifact)}, []
         if op == "download_artifact":
             downloaded = client.artifacts.download(args["artifact_id"])
@@ -348,7 +370,9 @@ class CaseRun:
             if "text" in part:
                 parts.append(colossus.TextPart(text=part["text"]))
             else:
-                parts.append(colossus.ArtifactPart(artifact_id=part["artifact_id"], media_type=part.get("media_type")))
+                parts.append(
+                    colossus.ArtifactPart(artifact_id=part["artifact_id"], media_type=part.get("media_type"))
+                )
         kwargs: dict[str, Any] = {}
         for name in ("idempotency_key", "role", "session_id", "end_user_id", "traceparent", "tracestate"):
             if name in args:
@@ -360,7 +384,9 @@ class CaseRun:
         if "plan_action" in args:
             pa = args["plan_action"]
             kwargs["plan_action"] = colossus.PlanAction(
-                source_run_id=pa["source_run_id"], revision=int(pa["revision"]), kind=colossus.PlanActionKind[pa["kind"]]
+                source_run_id=pa["source_run_id"],
+                revision=int(pa["revision"]),
+                kind=colossus.PlanActionKind[pa["kind"]],
             )
         if "research" in args:
             r = args["research"]
@@ -368,9 +394,15 @@ class CaseRun:
                 depth=int(r["depth"]), lanes=tuple(colossus.EvidenceLane[x] for x in r["lanes"])
             )
         created = client.runs.create(parts, **kwargs)
-        return {"run": run_view(created.run), "replayed": created.replayed, "idempotency_key": created.idempotency_key}
+        return {
+            "run": run_view(created.run),
+            "replayed": created.replayed,
+            "idempotency_key": created.idempotency_key,
+        }
 
-    def watch(self, client: colossus.Client, args: dict[str, Any], report: dict[str, Any]) -> tuple[dict[str, Any], list]:
+    def watch(
+        self, client: colossus.Client, args: dict[str, Any], report: dict[str, Any]
+    ) -> tuple[dict[str, Any], list]:
         events: list[dict[str, Any]] = []
         hooks: list[dict[str, Any]] = []
         until = args.get("until_kind")
@@ -378,13 +410,19 @@ class CaseRun:
         completed = False
 
         def on_reconnect(info: Any) -> None:
-            hooks.append({"hook": "reconnect", "after_sequence": info.after_sequence, "attempt": info.attempt})
+            hooks.append(
+                {"hook": "reconnect", "after_sequence": info.after_sequence, "attempt": info.attempt}
+            )
 
         # Partial observations survive a failure: the events delivered before
         # the error are part of what the runner judges.
         report["value"] = {"events": events, "completed": False}
-        with client.runs.watch(args["run_id"], after_sequence=int(args.get("after_sequence", 0)),
-                               on_reconnect=on_reconnect, idle_timeout=20.0) as watch:
+        with client.runs.watch(
+            args["run_id"],
+            after_sequence=int(args.get("after_sequence", 0)),
+            on_reconnect=on_reconnect,
+            idle_timeout=20.0,
+        ) as watch:
             stopped_early = False
             try:
                 for event in watch:
@@ -436,22 +474,26 @@ def main() -> int:
         message = json.loads(line)
         kind = message.get("type")
         if kind == "hello":
-            write({
-                "type": "client_hello",
-                "protocol_version": PROTOCOL_VERSION,
-                "sdk": "python",
-                "sdk_version": getattr(colossus, "__version__", "0"),
-                "features": ["daemon", "sidecar", "reconnect_hook", "artifacts"],
-            })
+            write(
+                {
+                    "type": "client_hello",
+                    "protocol_version": PROTOCOL_VERSION,
+                    "sdk": "python",
+                    "sdk_version": getattr(colossus, "__version__", "0"),
+                    "features": ["daemon", "sidecar", "reconnect_hook", "artifacts"],
+                }
+            )
         elif kind == "shutdown":
             return 0
         elif kind == "case":
-            bearers = {c["name"]: read_frame(bearer_stream) for c in message["connections"] if c.get("bearer_frame")}
+            bearers = {
+                c["name"]: read_frame(bearer_stream) for c in message["connections"] if c.get("bearer_frame")
+            }
             log.info("case %s", message["case"])
             case = CaseRun(message, bearers)
             try:
                 result = case.run()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 result = {"type": "result", "case": message["case"], "steps": [], "fatal": repr(exc)[:500]}
             finally:
                 case.close()

@@ -87,7 +87,11 @@ def evaluate(assertion: dict[str, Any], document: dict[str, Any]) -> Outcome:
     for check, raw_expected in assertion.items():
         if check in ("path", "why"):
             continue
-        expected = expand_refs(raw_expected, document) if check not in ("equals_path", "not_equals_path") else raw_expected
+        expected = (
+            expand_refs(raw_expected, document)
+            if check not in ("equals_path", "not_equals_path")
+            else raw_expected
+        )
         problem = _check(check, expected, actual, document)
         if problem:
             failures.append(problem)
@@ -109,7 +113,9 @@ def _check(check: str, expected: Any, actual: Any, document: dict[str, Any]) -> 
     if check == "not_equals":
         return None if not _same(actual, expected) else f"expected anything but {expected!r}"
     if check == "in":
-        return None if any(_same(actual, e) for e in expected) else f"expected one of {expected!r}, got {shown}"
+        return (
+            None if any(_same(actual, e) for e in expected) else f"expected one of {expected!r}, got {shown}"
+        )
     if check == "equals_path":
         other = resolve(document, expected)
         if actual is MISSING or other is MISSING:
@@ -154,7 +160,11 @@ def _check(check: str, expected: Any, actual: Any, document: dict[str, Any]) -> 
         if not isinstance(actual, list) or not all(isinstance(a, int) for a in actual):
             return f"expected a list of integers, got {shown}"
         want = list(range(expected, expected + len(actual)))
-        return None if actual == want else f"expected {expected}, {expected + 1}, ... with no repeat or hole, got {shown}"
+        return (
+            None
+            if actual == want
+            else f"expected {expected}, {expected + 1}, ... with no repeat or hole, got {shown}"
+        )
     if check == "unique":
         if not isinstance(actual, list):
             return f"expected a list, got {shown}"

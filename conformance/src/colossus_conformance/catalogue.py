@@ -84,9 +84,7 @@ def load_file(path: Path, validator: jsonschema.protocols.Validator) -> list[Cas
     return parse_document(document, validator, path.name)
 
 
-def parse_document(
-    document: Any, validator: jsonschema.protocols.Validator, source: str
-) -> list[Case]:
+def parse_document(document: Any, validator: jsonschema.protocols.Validator, source: str) -> list[Case]:
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
@@ -135,9 +133,7 @@ def check_case(case: Case) -> None:
             if key in assertion:
                 check_path(where, assertion[key], step_ids)
     if case.required and case.requires_features:
-        raise CatalogueError(
-            f"{where}: a REQUIRED case cannot depend on optional client features"
-        )
+        raise CatalogueError(f"{where}: a REQUIRED case cannot depend on optional client features")
 
 
 def check_path(where: str, path: str, step_ids: list[str]) -> None:

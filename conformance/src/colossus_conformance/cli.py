@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from . import catalogue, report
+from . import catalogue, report, sdks
 from .results import RunVerdict
 from .runner import Options, Suite
 
@@ -35,21 +35,38 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="colossus-conformance", description=__doc__.splitlines()[0])
     p.add_argument("--suite-dir", type=Path, help="the conformance folder (default: found from the cwd)")
     p.add_argument("--list", action="store_true", help="list the selected cases and exit")
-    p.add_argument("--run", action="append", default=[], metavar="PATTERN",
-                   help="run only cases matching this glob (or ID prefix); repeatable")
-    p.add_argument("--sdk", action="append", default=[], metavar="NAME",
-                   help="run only this SDK's client; repeatable (default: every client found)")
-    p.add_argument("--results-dir", type=Path, help="where matrix.md and junit.xml go (default: <suite>/results)")
+    p.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="run only cases matching this glob (or ID prefix); repeatable",
+    )
+    p.add_argument(
+        "--sdk",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this SDK's client; repeatable (default: every client found)",
+    )
+    p.add_argument(
+        "--results-dir", type=Path, help="where matrix.md and junit.xml go (default: <suite>/results)"
+    )
     p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every case timeout")
-    p.add_argument("--serve", metavar="CASE",
-                   help="serve the worker for one case and print its instruction for a client under a debugger")
+    p.add_argument(
+        "--serve",
+        metavar="CASE",
+        help="serve the worker for one case and print its instruction for a client under a debugger",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s", stream=sys.stderr
+    )
     suite_dir = (args.suite_dir or find_suite_dir(Path.cwd())).resolve()
     all_cases = catalogue.load_catalogue(suite_dir / "cases")
     selected = catalogue.select(all_cases, args.run)
@@ -58,18 +75,19 @@ def main(argv: list[str] | None = None) -> int:
         print_list(selected)
         return 0
 
-    from . import sdks  # noqa: PLC0415 - only needed when running
-
     clients = sdks.discover(suite_dir / "clients")
     unknown = [s for s in args.sdk if s not in clients]
     if unknown:
-        print(f"no conformance client for: {', '.join(unknown)} (have: {', '.join(clients) or 'none'})", file=sys.stderr)
+        print(
+            f"no conformance client for: {', '.join(unknown)} (have: {', '.join(clients) or 'none'})",
+            file=sys.stderr,
+        )
         return 2
     chosen = [clients[s] for s in (args.sdk or sorted(clients))]
     results_dir = (args.results_dir or suite_dir / "results").resolve()
 
     if args.serve:
-        from .debug import serve  # noqa: PLC0415
+        from .debug import serve
 
         matches = [c for c in all_cases if c.id == args.serve]
         if not matches:
@@ -81,9 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         results_dir=results_dir,
         known_failures_dir=suite_dir / "known_failures",
         timeout_scale=args.timeout_scale,
-        on_result=lambda r: print(f"[{r.sdk}] {r.status:<7} {r.case_id} ({r.seconds:.1f}s)"
-                                  + (f": {'; '.join(r.details)}" if r.details and r.status == 'FAIL' else ""),
-                                  flush=True),
+        on_result=lambda r: print(
+            f"[{r.sdk}] {r.status:<7} {r.case_id} ({r.seconds:.1f}s)"
+            + (f": {'; '.join(r.details)}" if r.details and r.status == "FAIL" else ""),
+            flush=True,
+        ),
     )
     started = time.monotonic()
     verdict = run(all_cases, selected, chosen, options)
@@ -95,7 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if verdict.ok else 1
 
 
-def run(all_cases: list[catalogue.Case], selected: list[catalogue.Case], clients: list, options: Options) -> RunVerdict:
+def run(
+    all_cases: list[catalogue.Case],
+    selected: list[catalogue.Case],
+    clients: list[sdks.ClientSpec],
+    options: Options,
+) -> RunVerdict:
     """Runs ``selected`` for every client and merges the verdicts."""
     merged = RunVerdict([])
     if not clients:
@@ -107,8 +132,6 @@ def run(all_cases: list[catalogue.Case], selected: list[catalogue.Case], clients
     suite = Suite(selected, options)
     try:
         for spec in clients:
-            from . import sdks  # noqa: PLC0415
-
             sdks.build(spec)
             verdict = suite.run_sdk(spec, [c.id for c in all_cases])
             merged.results.extend(verdict.results)
@@ -126,7 +149,8 @@ def print_list(cases: list[catalogue.Case]) -> None:
     for g in sorted(groups):
         print(f"  {g:<20} {groups[g]:>3} cases")
     levels = Counter(c.level for c in cases)
-    print(f"  {'total':<20} {len(cases):>3} cases ({levels['REQUIRED']} REQUIRED, {levels['RECOMMENDED']} RECOMMENDED)")
+    split = f"{levels['REQUIRED']} REQUIRED, {levels['RECOMMENDED']} RECOMMENDED"
+    print(f"  {'total':<20} {len(cases):>3} cases ({split})")
 
 
 if __name__ == "__main__":

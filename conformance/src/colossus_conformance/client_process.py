@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -91,16 +92,12 @@ class ClientProcess:
     def kill(self) -> None:
         """Kills the client's process group (it was started in its own session)."""
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait()
         if self._bearer_w is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._bearer_w)
-            except OSError:
-                pass
             self._bearer_w = None
         if self._log is not None:
             self._log.close()
@@ -132,7 +129,9 @@ class ClientProcess:
                 return Exchange("protocol_error", detail=problem)
             return Exchange("crashed", detail=problem)
         if message.get("type") != "result" or message.get("case") != instruction["case"]:
-            return Exchange("protocol_error", detail=f"expected the result of {instruction['case']}, got {message}")
+            return Exchange(
+                "protocol_error", detail=f"expected the result of {instruction['case']}, got {message}"
+            )
         return Exchange("ok", result=message)
 
     # -- plumbing --------------------------------------------------------------

@@ -62,7 +62,9 @@ def serve(case: Case, client: ClientSpec | None, results_dir: Path) -> int:
         print("instruction:")
         print(json.dumps(prepared.instruction, indent=2))
         print("\nstart the client (prefix it with your debugger):")
-        print(f"  cd {shlex.quote(str(cwd))} && {command} --bearer-fifo {fifo} < {instructions} > {result_path}")
+        print(
+            f"  cd {shlex.quote(str(cwd))} && {command} --bearer-fifo {fifo} < {instructions} > {result_path}"
+        )
         print("\nwaiting for its result (Ctrl-C to stop)...", flush=True)
         while True:
             if result_path.exists():

@@ -39,8 +39,11 @@ def console(verdict: RunVerdict, wall_seconds: float) -> str:
     width = max([len(c[1]) for c in _cases(results)] + [10])
     lines.append(f"{'case':<{width}}  level        " + "  ".join(f"{s:<8}" for s in sdks))
     by_key = {(r.sdk, r.case_id): r for r in results}
-    for group, case_id, level in _cases(results):
-        cells = "  ".join(f"{_SYMBOL[by_key[(s, case_id)].status]:<8}" if (s, case_id) in by_key else f"{'-':<8}" for s in sdks)
+    for _group, case_id, level in _cases(results):
+        cells = "  ".join(
+            f"{_SYMBOL[by_key[(s, case_id)].status]:<8}" if (s, case_id) in by_key else f"{'-':<8}"
+            for s in sdks
+        )
         lines.append(f"{case_id:<{width}}  {level:<11}  {cells}")
     lines.append("")
     lines.append("per group (cases; pass/executed per SDK):")
@@ -56,7 +59,7 @@ def console(verdict: RunVerdict, wall_seconds: float) -> str:
     lines.append("")
     for s in sdks:
         mine = [r for r in results if r.sdk == s]
-        tally = defaultdict(int)
+        tally: dict[str, int] = defaultdict(int)
         for r in mine:
             tally[r.status] += 1
         req_fail = sum(1 for r in mine if r.level == "REQUIRED" and r.status not in (PASS,))
@@ -74,7 +77,9 @@ def console(verdict: RunVerdict, wall_seconds: float) -> str:
     passed = sum(1 for r in results if r.status in (PASS, XFAIL))
     failed = sum(1 for r in results if r.unexpected) + len(verdict.all_problems())
     skipped = sum(1 for r in results if r.status == SKIPPED)
-    lines.append(f"conformance: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    lines.append(
+        f"conformance: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else "")
+    )
     return "\n".join(lines)
 
 
@@ -139,7 +144,9 @@ def junit(verdict: RunVerdict, wall_seconds: float) -> bytes:
             time=f"{sum(r.seconds for r in mine):.3f}",
         )
         for r in mine:
-            tc = ET.SubElement(suite, "testcase", classname=f"{s}.{r.group}", name=r.case_id, time=f"{r.seconds:.3f}")
+            tc = ET.SubElement(
+                suite, "testcase", classname=f"{s}.{r.group}", name=r.case_id, time=f"{r.seconds:.3f}"
+            )
             text = "\n".join(r.details)
             if r.status == FAIL:
                 ET.SubElement(tc, "failure", message="assertions failed").text = text
@@ -155,7 +162,8 @@ def junit(verdict: RunVerdict, wall_seconds: float) -> bytes:
             tc = ET.SubElement(suite, "testcase", classname=f"{s}.run", name="known-failures-and-run-checks")
             ET.SubElement(tc, "failure", message="run-level problems").text = "\n".join(verdict.problems)
     ET.indent(suites)
-    return ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+    data: bytes = ET.tostring(suites, encoding="utf-8", xml_declaration=True)
+    return data
 
 
 def write(verdict: RunVerdict, wall_seconds: float, out_dir: Path) -> None:

@@ -65,7 +65,14 @@ def substitute(value: Any, nonce: str) -> Any:
 
 def order_cases(cases: list[Case]) -> list[Case]:
     """Groups cases by worker configuration (so each worker starts once), keeping catalogue order."""
-    order = {"daemon": 0, "default-limits": 1, "none": 2, "tls12": 3, "foreign-leaf": 4, "leaf-with-intermediate": 5}
+    order = {
+        "daemon": 0,
+        "default-limits": 1,
+        "none": 2,
+        "tls12": 3,
+        "foreign-leaf": 4,
+        "leaf-with-intermediate": 5,
+    }
     return sorted(cases, key=lambda c: order.get(c.worker, 9))
 
 
@@ -112,7 +119,7 @@ class Suite:
             log.warning("worker %s died; restarting it", configuration)
             existing.start()
             return existing
-        limits = {} if configuration == "default-limits" else None
+        limits: dict[str, str] | None = {} if configuration == "default-limits" else None
         w = ManagedWorker(configuration, self.scratch, self.log_dir, limits)
         try:
             for app, grant in sorted(self.applications(configuration).items()):
@@ -166,7 +173,9 @@ class Suite:
                     "name": conn["name"],
                     "placement": "daemon",
                     "public_api_dir": str(folder),
-                    "expected_instance_id": self._instance(conn.get("expected_instance_id", "genuine"), enrolment.instance_id),
+                    "expected_instance_id": self._instance(
+                        conn.get("expected_instance_id", "genuine"), enrolment.instance_id
+                    ),
                     "expected_certificate_sha256": self._pin(
                         conn.get("expected_pin", "genuine"), enrolment.certificate_sha256, descriptor_pin
                     ),
@@ -217,20 +226,32 @@ class Suite:
     def run_sdk(self, spec: ClientSpec, all_case_ids: list[str]) -> RunVerdict:
         entries = known_failures.load(self.options.known_failures_dir / f"{spec.sdk}.yaml", spec.sdk)
         problems = [
-            f"{spec.sdk}: known-failure pattern {e.pattern!r} matches no case" for e in known_failures.dangling(entries, all_case_ids)
+            f"{spec.sdk}: known-failure pattern {e.pattern!r} matches no case"
+            for e in known_failures.dangling(entries, all_case_ids)
         ]
         results: list[CaseResult] = []
         client: ClientProcess | None = self._start_client(spec)
         dead_reason = "" if client else "client failed to start"
         for case in self.cases:
             if client is None:
-                results.append(self._emit(CaseResult(spec.sdk, case.id, case.group, case.level, NOT_RUN, reason=dead_reason)))
+                results.append(
+                    self._emit(
+                        CaseResult(spec.sdk, case.id, case.group, case.level, NOT_RUN, reason=dead_reason)
+                    )
+                )
                 continue
             missing = [f for f in case.requires_features if f not in client.hello.get("features", [])]
             if missing:
                 results.append(
                     self._emit(
-                        CaseResult(spec.sdk, case.id, case.group, case.level, SKIPPED, reason=f"client lacks {', '.join(missing)}")
+                        CaseResult(
+                            spec.sdk,
+                            case.id,
+                            case.group,
+                            case.level,
+                            SKIPPED,
+                            reason=f"client lacks {', '.join(missing)}",
+                        )
                     )
                 )
                 continue
@@ -273,7 +294,7 @@ class Suite:
             prepared = self.prepare(case, worker, timeout)
             if worker is not None and worker.control is not None:
                 worker.control.begin_case(case.id, [dict(f) for f in case.faults])
-        except Exception as exc:  # noqa: BLE001 - reported as the case's failure
+        except Exception as exc:
             result.details.append(f"runner could not prepare the case: {exc}")
             result.seconds = time.monotonic() - started
             return result, Exchange("ok")
@@ -288,7 +309,7 @@ class Suite:
                     self._act(segment.action, worker)
                     if worker is not None and worker.control is not None:
                         worker.control.begin_case(case.id, [])
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     result.details.append(f"runner action {segment.action['op']} failed: {exc}")
                     break
                 continue
@@ -324,7 +345,7 @@ class Suite:
             if end:
                 worker.control.end_case()
             return observations
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             result.details.append(f"worker observations unavailable: {exc}")
             return {}
 
@@ -338,7 +359,12 @@ class Suite:
             raise RuntimeError(f"unknown runner action {action['op']}")
 
     def _record(
-        self, sdk: str, prepared: PreparedCase, exchange: Exchange, observations: dict[str, Any], result: dict[str, Any]
+        self,
+        sdk: str,
+        prepared: PreparedCase,
+        exchange: Exchange,
+        observations: dict[str, Any],
+        result: dict[str, Any],
     ) -> None:
         """Appends the raw exchange to ``logs/<sdk>-cases.jsonl`` for post-mortems.
 

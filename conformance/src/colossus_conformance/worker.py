@@ -142,7 +142,9 @@ class ManagedWorker:
             bearer_bytes = pipe.read(4096)
         out, _ = proc.communicate(timeout=60)
         if proc.returncode != 0:
-            raise WorkerError(f"enrolment of {application_id} failed (exit {proc.returncode}); see {self.log_path}")
+            raise WorkerError(
+                f"enrolment of {application_id} failed (exit {proc.returncode}); see {self.log_path}"
+            )
         info = json.loads(out.decode().strip().splitlines()[-1])
         bearer = bearer_bytes.decode("ascii").strip()
         enrolment = Enrolment(
@@ -168,12 +170,16 @@ class ManagedWorker:
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
         log.write(f"== start {' '.join(argv)}\n".encode())
         log.flush()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+        )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise WorkerError(f"worker {self.name} exited with {self.proc.returncode}; see {self.log_path}")
+                raise WorkerError(
+                    f"worker {self.name} exited with {self.proc.returncode}; see {self.log_path}"
+                )
             if self._descriptor_pid() == self.proc.pid and self.fault_socket.exists():
                 try:
                     self.control = FaultControl(str(self.fault_socket))
@@ -237,8 +243,12 @@ class ManagedWorker:
                 facts[f"{key}_bytes"] = st.st_size
             descriptor = json.loads((self.public_api_dir / "endpoint.json").read_text())
             facts["descriptor_members"] = sorted(descriptor)
-            facts["descriptor_pid_is_worker"] = self.proc is not None and descriptor.get("pid") == self.proc.pid
-            facts["descriptor_pin_matches_enrolment"] = descriptor.get("certificate_sha256") == self.certificate_sha256
+            facts["descriptor_pid_is_worker"] = (
+                self.proc is not None and descriptor.get("pid") == self.proc.pid
+            )
+            facts["descriptor_pin_matches_enrolment"] = (
+                descriptor.get("certificate_sha256") == self.certificate_sha256
+            )
             facts["descriptor_instance_matches_enrolment"] = descriptor.get("instance_id") == self.instance_id
         except (OSError, ValueError) as exc:
             facts["error"] = str(exc)

@@ -35,8 +35,18 @@ def main():
     for line in sys.stdin:
         msg = json.loads(line)
         if msg["type"] == "hello":
-            out.write(json.dumps({"type": "client_hello", "protocol_version": 1, "sdk": "fake",
-                                  "sdk_version": "0", "features": ["fake-feature"]}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "type": "client_hello",
+                        "protocol_version": 1,
+                        "sdk": "fake",
+                        "sdk_version": "0",
+                        "features": ["fake-feature"],
+                    }
+                )
+                + "\n"
+            )
         elif msg["type"] == "shutdown":
             return 0
         elif msg["type"] == "case":

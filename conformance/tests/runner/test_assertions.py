@@ -6,14 +6,23 @@ from colossus_conformance.assertions import MISSING, derive_worker_fields, evalu
 
 DOC = {
     "steps": {
-        "w": {"value": {"events": [{"sequence": 1, "kind": "status_changed"}, {"sequence": 2, "kind": "terminated"}]},
-              "error": {"kind": "watch_gap"}},
+        "w": {
+            "value": {
+                "events": [{"sequence": 1, "kind": "status_changed"}, {"sequence": 2, "kind": "terminated"}]
+            },
+            "error": {"kind": "watch_gap"},
+        },
         "c": {"value": {"run": {"run_id": "r1"}}},
         "d": {"value": {"run": {"run_id": "r1"}}},
     },
     "worker": derive_worker_fields(
-        {"connections": [{"rpcs": ["SystemService/GetServerInfo", "RunService/WatchRun"], "handshake_completed": True}],
-         "rpc_calls": {"RunService/WatchRun": 1}, "bearer_seen": False}
+        {
+            "connections": [
+                {"rpcs": ["SystemService/GetServerInfo", "RunService/WatchRun"], "handshake_completed": True}
+            ],
+            "rpc_calls": {"RunService/WatchRun": 1},
+            "bearer_seen": False,
+        }
     ),
 }
 

@@ -8,8 +8,18 @@ from colossus_conformance import protocol
 
 
 def test_round_trip_of_a_result():
-    message = {"type": "result", "case": "a.b", "steps": [{"id": "s", "op": "watch", "value": {"events": []},
-                                                           "error": {"kind": "watch_gap", "grpc_code": None}}]}
+    message = {
+        "type": "result",
+        "case": "a.b",
+        "steps": [
+            {
+                "id": "s",
+                "op": "watch",
+                "value": {"events": []},
+                "error": {"kind": "watch_gap", "grpc_code": None},
+            }
+        ],
+    }
     assert protocol.decode_line(protocol.encode_line(message)) == message
 
 
@@ -20,7 +30,8 @@ def test_round_trip_of_a_result():
         b"[1, 2]\n",
         b"\n",
         b'{"type": "result", "case": "x"}\n',
-        b'{"type": "result", "case": "x", "steps": [{"id": "s", "op": "w", "error": {"kind": "nonsense"}}]}\n',
+        b'{"type": "result", "case": "x", "steps": '
+        b'[{"id": "s", "op": "w", "error": {"kind": "nonsense"}}]}\n',
         b'{"type": "client_hello", "protocol_version": 1, "sdk": "Py", "sdk_version": "1", "features": []}\n',
         b'{"type": "mystery"}\n',
     ],

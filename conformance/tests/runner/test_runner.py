@@ -5,7 +5,6 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from colossus_conformance import cli, known_failures, report
-from colossus_conformance.catalogue import parse_document
 from colossus_conformance.results import FAIL, NOT_RUN, PASS, XFAIL, XPASS, CaseResult, RunVerdict
 from colossus_conformance.runner import Options, judge
 
@@ -44,7 +43,7 @@ def test_crash_marks_the_rest_not_run_and_keeps_what_finished(tmp_path, validato
         "selftest.fourth": NOT_RUN,
     }
     assert not verdict.ok
-    crashed = [r for r in verdict.results if r.case_id == "selftest.crash"][0]
+    crashed = next(r for r in verdict.results if r.case_id == "selftest.crash")
     assert "crashed" in crashed.details[0]
 
 
@@ -62,21 +61,27 @@ def test_timeout_fails_the_case_and_restarts_the_client(tmp_path, validator, fak
 def test_listed_failure_is_expected(tmp_path, validator, fake_client):
     cases = make_cases(validator, ["selftest.bad"])
     object.__setattr__(cases[0], "assertions", ({"path": "steps.nap.value.echo.seconds", "equals": 1},))
-    verdict = run(tmp_path, cases, fake_client, known=[{"pattern": "selftest.bad", "reason": "a known SDK defect"}])
+    verdict = run(
+        tmp_path, cases, fake_client, known=[{"pattern": "selftest.bad", "reason": "a known SDK defect"}]
+    )
     assert statuses(verdict) == {"selftest.bad": XFAIL}
     assert verdict.ok
 
 
 def test_listed_case_that_passes_fails_the_run(tmp_path, validator, fake_client):
     cases = make_cases(validator, ["selftest.good"])
-    verdict = run(tmp_path, cases, fake_client, known=[{"pattern": "selftest.g*", "reason": "believed broken"}])
+    verdict = run(
+        tmp_path, cases, fake_client, known=[{"pattern": "selftest.g*", "reason": "believed broken"}]
+    )
     assert statuses(verdict) == {"selftest.good": XPASS}
     assert not verdict.ok
 
 
 def test_dangling_pattern_fails_the_run(tmp_path, validator, fake_client):
     cases = make_cases(validator, ["selftest.good"])
-    verdict = run(tmp_path, cases, fake_client, known=[{"pattern": "selftest.nothing.*", "reason": "stale entry here"}])
+    verdict = run(
+        tmp_path, cases, fake_client, known=[{"pattern": "selftest.nothing.*", "reason": "stale entry here"}]
+    )
     assert statuses(verdict) == {"selftest.good": PASS}
     assert not verdict.ok
     assert any("matches no case" in p for p in verdict.problems)
@@ -84,14 +89,21 @@ def test_dangling_pattern_fails_the_run(tmp_path, validator, fake_client):
 
 def test_pattern_for_an_unselected_case_is_not_dangling(tmp_path, validator, fake_client):
     everything = make_cases(validator, ["selftest.good", "selftest.other"])
-    verdict = run(tmp_path, everything[:1], fake_client,
-                  known=[{"pattern": "selftest.other", "reason": "fails elsewhere"}], all_ids=everything)
+    verdict = run(
+        tmp_path,
+        everything[:1],
+        fake_client,
+        known=[{"pattern": "selftest.other", "reason": "fails elsewhere"}],
+        all_ids=everything,
+    )
     assert verdict.ok
 
 
 def test_a_run_that_executes_nothing_fails(tmp_path, validator, fake_client):
     assert not run(tmp_path, [], fake_client).ok
-    skipped = make_cases(validator, ["selftest.opt"], level="RECOMMENDED", requires_features=["missing-feature"])
+    skipped = make_cases(
+        validator, ["selftest.opt"], level="RECOMMENDED", requires_features=["missing-feature"]
+    )
     verdict = run(tmp_path, skipped, fake_client)
     assert statuses(verdict) == {"selftest.opt": "SKIPPED"}
     assert not verdict.ok
@@ -106,9 +118,18 @@ def test_feature_present_runs_the_case(tmp_path, validator, fake_client):
 def test_bearer_in_a_report_fails_the_case(validator):
     [case] = make_cases(validator, ["selftest.leak"])
     bearer = "cb1_" + "A" * 43
-    result = {"type": "result", "case": case.id,
-              "steps": [{"id": "nap", "op": "sleep", "value": {"echo": {"seconds": 0}},
-                         "error": {"kind": "other", "message": f"bad {bearer}"}}]}
+    result = {
+        "type": "result",
+        "case": case.id,
+        "steps": [
+            {
+                "id": "nap",
+                "op": "sleep",
+                "value": {"echo": {"seconds": 0}},
+                "error": {"kind": "other", "message": f"bad {bearer}"},
+            }
+        ],
+    }
     assert any("bearer" in f for f in judge(case, result, {}, [bearer]))
     assert judge(case, result, {}, ["cb1_" + "B" * 43]) == []
 
@@ -121,11 +142,13 @@ def test_known_failures_file_must_name_its_sdk():
 
 
 def test_reports_are_written(tmp_path):
-    verdict = RunVerdict([
-        CaseResult("python", "g.a", "g", "REQUIRED", PASS, 0.1),
-        CaseResult("python", "g.b", "g", "REQUIRED", XFAIL, 0.1, reason="known defect"),
-        CaseResult("python", "h.c", "h", "RECOMMENDED", FAIL, 0.1, details=["steps.x: boom"]),
-    ])
+    verdict = RunVerdict(
+        [
+            CaseResult("python", "g.a", "g", "REQUIRED", PASS, 0.1),
+            CaseResult("python", "g.b", "g", "REQUIRED", XFAIL, 0.1, reason="known defect"),
+            CaseResult("python", "h.c", "h", "RECOMMENDED", FAIL, 0.1, details=["steps.x: boom"]),
+        ]
+    )
     report.write(verdict, 1.5, tmp_path)
     md = (tmp_path / "matrix.md").read_text()
     assert "| g | 2 | 1/2 |" in md and "xfail: known defect" in md and "steps.x: boom" in md

@@ -4,9 +4,17 @@ from colossus_conformance.runner import merge_observations, resolve_earlier, spl
 
 
 def test_split_at_runner_actions():
-    steps = [{"id": "a", "op": "create_run"}, {"id": "r", "op": "restart_worker"}, {"id": "b", "op": "get_run"}]
+    steps = [
+        {"id": "a", "op": "create_run"},
+        {"id": "r", "op": "restart_worker"},
+        {"id": "b", "op": "get_run"},
+    ]
     segments = split_segments(steps)
-    assert [s.action["id"] if s.action else [x["id"] for x in s.steps] for s in segments] == [["a"], "r", ["b"]]
+    assert [s.action["id"] if s.action else [x["id"] for x in s.steps] for s in segments] == [
+        ["a"],
+        "r",
+        ["b"],
+    ]
     assert len(split_segments(steps[:1])) == 1
 
 
