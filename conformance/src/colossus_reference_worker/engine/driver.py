@@ -75,15 +75,25 @@ class RunDriver:
         await asyncio.sleep(0)
 
     async def _ask(self, interaction: dict[str, Any], pc: int, private: dict[str, Any]) -> Any:
+        tail = self.engine.store.tail(self.run_id)
+        if tail is not None:
+            # Resumed after a crash that followed a recorded answer to this very step:
+            # continue with that answer rather than asking the same question again.
+            kept = tail.head.payload.get("private") or {}
+            if kept.get("answer_pc") == pc and "answer" in kept:
+                return kept["answer"]
         state = self.engine.state_of(self.run_id)
         interaction["id"] = f"ix_{state['last_sequence'] + 2}"
         interaction["create_time"] = now_us()
-        self._append({"type": "status", "previous": state["status"],
-                      "status": "WAITING_FOR_INPUT"}, pc)
         loop = asyncio.get_running_loop()
         self.answer = loop.create_future()
-        self.engine.append(self.run_id, {"type": "interaction_requested",
-                                         "interaction": interaction}, pc=pc, private=private)
+        # Both records or neither: recovery must never see WAITING_FOR_INPUT without
+        # the interaction it waits on.
+        with self.engine.store.transaction():
+            self._append({"type": "status", "previous": state["status"],
+                          "status": "WAITING_FOR_INPUT"}, pc)
+            self.engine.append(self.run_id, {"type": "interaction_requested",
+                                             "interaction": interaction}, pc=pc, private=private)
         try:
             return await self.answer
         finally:

@@ -370,11 +370,17 @@ class RunEngine:
             resolution = {"type": "interaction_resolved", "interaction_id": pending["id"],
                           "outcome": "APPROVED" if decision == 1 else "DENIED"}
             answer = decision == 1
-        self.append(req.run_id, resolution)
-        # At the event cap the driver meets the limit too and ends the run.
-        with contextlib.suppress(EventLimitReached):
-            self.append(req.run_id, {"type": "status", "previous": "WAITING_FOR_INPUT",
-                                     "status": "RUNNING"})
+        # The answer and the move back to RUNNING commit together: a crash between
+        # them would leave a run "waiting" on an interaction that is already answered.
+        # The RUNNING record also keeps the answer, so a run resumed after a crash
+        # continues with it instead of asking again (W13).
+        with self.store.transaction():
+            self.append(req.run_id, resolution)
+            # At the event cap the driver meets the limit too and ends the run.
+            with contextlib.suppress(EventLimitReached):
+                self.append(req.run_id, {"type": "status", "previous": "WAITING_FOR_INPUT",
+                                         "status": "RUNNING"},
+                            private={"answer": answer, "answer_pc": state["pc"]})
         driver = self.drivers.get(req.run_id)
         if driver is not None:
             driver.deliver(answer)

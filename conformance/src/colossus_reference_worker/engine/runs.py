@@ -11,6 +11,7 @@ Stream names:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -119,6 +120,10 @@ class RunStore:
         if len(records) == 2:
             replay_check(before, payload)
         return RunTail(creation, head, payload["state"])
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """Commit several appends (of one or more runs) together or not at all."""
+        return self._journal.transaction()
 
     def append(
         self,
