@@ -4,6 +4,8 @@
                           arguments after `--` go to the runner, for example
                           `./noxw -s conformance -- --run 'pin-checks.*' --sdk python`
                           or `./noxw -s conformance -- --list`
+    conformance_lint      ruff (lint + format check) over the runner, its tests and the Python
+                          client; mypy --strict over the runner package
     conformance_selftest  pytest of the runner itself (catalogue, protocol codec,
                           assertions, known-failure rules, crash handling with a fake
                           client) and a mutation check: an SDK with dedup or clean-close
@@ -18,7 +20,9 @@ import nox
 
 ROOT = Path(__file__).resolve().parent.parent
 
-DEFAULT_SESSIONS = ["conformance_selftest", "conformance"]
+DEFAULT_SESSIONS = ["conformance_lint", "conformance_selftest", "conformance"]
+LINT_PINS = ROOT / "noxsessions" / "requirements-conformance-lint.txt"
+RUNNER_PATHS = ["src/colossus_conformance", "clients/python", "tests/runner"]
 
 
 @nox.session
@@ -40,3 +44,13 @@ def conformance_selftest(session: nox.Session) -> None:
         "pytest", "-p", "no:cacheprovider", "-q",
         str(ROOT / "conformance/tests/runner"), *session.posargs,
     )
+
+
+@nox.session
+def conformance_lint(session: nox.Session) -> None:
+    """ruff check, ruff format --check and mypy --strict for the runner."""
+    session.install("--disable-pip-version-check", "-r", str(LINT_PINS), str(ROOT / "conformance"))
+    session.chdir(ROOT / "conformance")
+    session.run("ruff", "check", *RUNNER_PATHS)
+    session.run("ruff", "format", "--check", *RUNNER_PATHS)
+    session.run("mypy", "src/colossus_conformance")
