@@ -148,3 +148,25 @@ def test_journal_is_append_only(make_worker):
             raise AssertionError(sql)
     db.close()
     assert uuid is not None
+
+
+def test_effect_then_crash_is_outcome_unknown(make_worker):
+    worker = make_worker("--allow-crash-step", *ROOMY_ARGS)
+    c = worker.client("app1")
+    run = c.create("crash", script("say about to", "effect", "crash")).run
+    assert worker.proc is not None
+    assert worker.proc.wait(15) != 0  # the worker died abruptly
+    worker.proc = None
+    worker.start()
+    c = worker.client("app1")
+    final = c.get(run.run_id)
+    assert final.status == S.RUN_STATUS_OUTCOME_UNKNOWN
+    assert final.result.output_text == "about to"
+    # Without the flag the step only fails the run.
+    worker.stop()
+    worker.args = tuple(a for a in worker.args if a != "--allow-crash-step")
+    worker.start()
+    c = worker.client("app1")
+    other = c.create("no-crash", script("crash")).run
+    failed = c.wait_status(other.run_id, S.RUN_STATUS_FAILED)
+    assert failed.result.failure.code == "crash_disabled"

@@ -53,3 +53,17 @@ def test_guard_rejects_malformed_bytes():
     with pytest.raises(ApiError) as caught:
         check_create_run(b"\x12\xff\xff\xff\xff\x0f", Limits())
     assert caught.value.reason == "FIELD_INVALID"
+
+
+def test_documented_scripts_parse():
+    import re
+    from pathlib import Path
+
+    from colossus_reference_worker.runtime.script import parse
+
+    doc = (Path(__file__).resolve().parents[2] / "docs/reference-worker.md").read_text()
+    blocks = [b for b in re.findall(r"```text\n(.*?)```", doc, re.S)
+              if b.startswith("colossus-script v1")]
+    assert len(blocks) >= 2
+    for block in blocks:
+        assert parse(block.rstrip("\n"))

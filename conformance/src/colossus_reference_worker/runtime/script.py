@@ -15,6 +15,10 @@ from .tools import face
 
 HEADER = "colossus-script v1"
 MAX_STEPS = 20_000
+# Bounds that keep every Run message (and so every ListRuns page of three) far
+# below the advertised response limit.
+MAX_QUESTION_BYTES = 4096
+MAX_CHOICE_BYTES = 256
 _FAILURE_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
@@ -94,6 +98,10 @@ def _step(words: str, line: int) -> Step:
             raise ScriptError(f"line {line}: ask QUESTION | CHOICE | CHOICE...")
         if len(set(choices)) != len(choices) or len(choices) > 16:
             raise ScriptError(f"line {line}: choices must be unique, at most 16")
+        if len(question.encode()) > MAX_QUESTION_BYTES or any(
+            len(c.encode()) > MAX_CHOICE_BYTES for c in choices
+        ):
+            raise ScriptError(f"line {line}: question or choice too long")
         return Step("ask", text=question, choices=choices)
     if op == "sleep":
         if rest == "forever":
