@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from noxsessions import codegen  # noqa: E402
 from noxsessions import conformance  # noqa: E402
+from noxsessions import durability  # noqa: E402, F401
 from noxsessions import python_sdk  # noqa: E402
 from noxsessions import worker  # noqa: E402, F401
 

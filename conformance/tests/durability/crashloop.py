@@ -210,9 +210,9 @@ def _settle(client: Client, ledger: Ledger, report: CrashLoopReport, timeout: fl
             if run.status != CANCELLED and before not in TERMINAL:
                 report.lost += 1
                 report.fail(f"{run_id}: acknowledged cancel ended {run.status}")
-        if kind == "say" and run.status == SUCCEEDED:
-            if run.result.output_text != expected_say_output():
-                report.fail(f"{run_id}: resumed output duplicated or lost")
+        if (kind == "say" and run.status == SUCCEEDED
+                and run.result.output_text != expected_say_output()):
+            report.fail(f"{run_id}: resumed output duplicated or lost")
         if kind == "say" and run.status in (INTERRUPTED, OUTCOME_UNKNOWN):
             report.fail(f"{run_id}: a plain run was not resumed")
 

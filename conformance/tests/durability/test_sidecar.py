@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import grpc
 import pytest
@@ -91,8 +92,9 @@ def test_round_trip(tmp_path):
     on_disk = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert reply["bearer"].encode() not in on_disk
     assert not list(tmp_path.rglob("endpoint.json"))
-    cmdline = open(f"/proc/{side.proc.pid}/cmdline", "rb").read()
-    environ = open(f"/proc/{side.proc.pid}/environ", "rb").read()
+    proc_dir = Path(f"/proc/{side.proc.pid}")
+    cmdline = (proc_dir / "cmdline").read_bytes()
+    environ = (proc_dir / "environ").read_bytes()
     assert reply["bearer"].encode() not in cmdline + environ
 
     with Client(reply["endpoint"], reply["certificate_pem"].encode(), reply["bearer"]) as c:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,15 @@ from typing import Any
 import grpc
 from google.rpc import error_details_pb2, status_pb2
 
-from colossus.api.v1alpha1 import (
+# Import the SDK's generated stubs without running the SDK package's __init__ (and so
+# without its runtime dependencies), exactly like tests/worker does.
+_SDK = Path(__file__).resolve().parents[3] / "sdk" / "python" / "src" / "colossus"
+if "colossus" not in sys.modules:
+    _pkg = types.ModuleType("colossus")
+    _pkg.__path__ = [str(_SDK)]
+    sys.modules["colossus"] = _pkg
+
+from colossus.api.v1alpha1 import (  # noqa: E402
     artifacts_pb2,
     artifacts_pb2_grpc,
     run_service_pb2,

@@ -270,7 +270,10 @@ class ArtifactStore:
         if row is None:
             return None
         created = datetime.datetime.fromtimestamp(row[6] / 1_000_000, datetime.timezone.utc)
-        return ArtifactMeta(*row[:6], create_time=created)
+        return ArtifactMeta(
+            artifact_id=row[0], application_id=row[1], media_type=row[2],
+            size_bytes=row[3], sha256=row[4], display_name=row[5], create_time=created,
+        )
 
     def open_blob(self, meta: ArtifactMeta) -> BinaryIO:
         """Open the bytes of ``meta`` for reading; refuses a blob of the wrong length."""

@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import API_VERSION, Limits, WorkerConfig
 from ..credentials import Grant
@@ -32,6 +32,9 @@ from .protocol import (
     read_frame,
     write_frame,
 )
+
+if TYPE_CHECKING:
+    from ..server import RunningWorker
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +151,10 @@ async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, ou
         return EXIT_FAILED
     log.info("sidecar serving %s; credential %s", worker.endpoint, credential_id)
 
-    watch_for_eof(in_fd, lambda: loop.call_soon_threadsafe(stop.set))
+    def parent_gone() -> None:
+        loop.call_soon_threadsafe(stop.set)
+
+    watch_for_eof(in_fd, parent_gone)
     try:
         await stop.wait()
     finally:
@@ -158,7 +164,7 @@ async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, ou
     return 0
 
 
-def _issue_and_reply(worker: Any, request: BootstrapRequest, out_fd: int) -> str:
+def _issue_and_reply(worker: RunningWorker, request: BootstrapRequest, out_fd: int) -> str:
     """Issue the one credential, hand its bearer to the parent only, close the pipe.
 
     Earlier sidecar credentials of the same application in this state folder
