@@ -60,6 +60,9 @@ class Journal:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._in_tx = False
+        # How many records have had their hash checked; tests use it to show that a
+        # mutation's work does not grow with the run's history (W12).
+        self.records_verified = 0
 
     def close(self) -> None:
         self._db.close()
@@ -107,6 +110,7 @@ class Journal:
     # --- reading --------------------------------------------------------------
 
     def _check(self, row: tuple[Any, ...]) -> Record:
+        self.records_verified += 1
         stream, version, kind, text, prev_hash, digest = row
         want = record_hash(self._key, bytes(prev_hash), stream, version, kind, text)
         if not hmac.compare_digest(want, bytes(digest)):
