@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import grpc
 import pytest
@@ -224,3 +225,22 @@ def test_delivery_failure_leaves_the_credential_pending(make_worker):
                              "--list-credentials", "--output", "json"],
                             capture_output=True, text=True, timeout=30)
     assert json.loads(listed.stdout)["state"] == "pending"
+
+
+def test_enrolment_into_the_credential_store(make_worker, tmp_path):
+    worker = make_worker(apps=(), start=False)
+    ring = tmp_path / "ring.json"
+    env = {**os.environ, "PYTHON_KEYRING_BACKEND": "test_keyring_backend.FileKeyring",
+           "TEST_KEYRING_FILE": str(ring),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent),
+                                          os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(
+        [*CLI, "--public-api-dir", str(worker.public), "--enroll-application", "ring-app",
+         "--scope", "runs:read", "--keyring-service", "colossus-dev"],
+        capture_output=True, text=True, timeout=30, env=env)
+    assert out.returncode == 0, out.stderr
+    bearer = json.loads(ring.read_text())["colossus-dev/ring-app"]
+    assert bearer not in out.stdout + out.stderr
+    worker.start()
+    c = worker.client(bearer)
+    assert c.system.GetServerInfo(pb.sys.GetServerInfoRequest(), metadata=c.md).server_info
