@@ -116,9 +116,11 @@ class _AppProxy(asyncio.Protocol):
         limits = self._listener.limits
         with contextlib.suppress(Exception):
             h2 = self._inner.connection._connection
+            # The header limit is enforced per request in the pipeline, where an
+            # oversized block gets a proper gRPC error; h2 keeps its own 64 KiB
+            # connection-level ceiling for anything larger.
             h2.update_settings({
                 SettingCodes.MAX_CONCURRENT_STREAMS: limits.max_concurrent_streams_per_connection,
-                SettingCodes.MAX_HEADER_LIST_SIZE: limits.max_header_bytes,
             })
             self._inner.connection.flush()
         self._age_timer = asyncio.get_running_loop().call_later(

@@ -113,3 +113,14 @@ def test_connection_limit(make_worker):
         raise ConnectionError("closed")
     for sock in held:
         sock.close()
+
+
+def test_header_block_limit(make_worker):
+    worker = make_worker()
+    c = worker.client("app1")
+    request = pb.sys.GetServerInfoRequest()
+    meta = expect_error(lambda: c.system.GetServerInfo(
+        request, metadata=[*c.md, ("x-padding", "y" * 17000)], timeout=10),
+        OK.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE")
+    assert meta["limit"] == "max_header_bytes"
+    assert c.system.GetServerInfo(request, metadata=c.md, timeout=10).server_info

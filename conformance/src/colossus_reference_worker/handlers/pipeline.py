@@ -51,16 +51,20 @@ class Pipeline:
         self.connections = connections
 
     def authenticate(self, stream: Stream[Any, Any], method: str) -> Principal:
-        """Observe, authenticate and scope-check one call (raises ApiError)."""
+        """Observe, bound, authenticate and scope-check one call (raises ApiError)."""
+        metadata = stream.metadata
         values: list[str] = []
-        if stream.metadata is not None:
-            values = [v if isinstance(v, str) else "" for v in
-                      stream.metadata.getall("authorization", [])]
+        header_bytes = 0
+        if metadata is not None:
+            values = [v if isinstance(v, str) else "" for v in metadata.getall("authorization", [])]
+            header_bytes = sum(len(k) + len(v) + 32 for k, v in metadata.items())
         self.hooks.on_rpc(self.connections.conn_id(stream), method, bool(values))
+        if header_bytes > self.config.limits.max_header_bytes:
+            raise ApiError(Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
+                           "the request headers are too large", {"limit": "max_header_bytes"})
         if len(values) > 1:
             raise ApiError(  # ambiguous credentials are never guessed at
-                Status.UNAUTHENTICATED,
-                "CREDENTIAL_INVALID", "the credential is not valid",
+                Status.UNAUTHENTICATED, "CREDENTIAL_INVALID", "the credential is not valid"
             )
         principal = self.credentials.authenticate(values[0] if values else None)
         require_scope(principal, METHOD_SCOPES.get(method))
