@@ -236,3 +236,34 @@ def test_observations_reset_per_case(faulty, case):
     obs = faulty.control.observations()
     assert obs == {"connections": [], "rpc_calls": {}, "watch_cursors": [],
                    "bearer_seen": False}
+
+
+def test_rpc_fail_on_artifact_calls(faulty, case):
+    import hashlib
+
+    from worker_harness import artifacts_pb2
+
+    data = b"fault me"
+
+    def requests():
+        yield artifacts_pb2.UploadArtifactRequest(manifest=artifacts_pb2.ArtifactManifest(
+            media_type="text/plain", size_bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest()))
+        yield artifacts_pb2.UploadArtifactRequest(chunk=data)
+
+    case([{"kind": "rpc_fail", "rpc": "UploadArtifact", "code": "UNAVAILABLE",
+           "after_commit": True},
+          {"kind": "rpc_fail", "rpc": "DownloadArtifact", "code": "UNAVAILABLE"}])
+    with faulty.worker.client(faulty.bearer) as c:
+        with pytest.raises(grpc.RpcError) as info:
+            c.artifacts.UploadArtifact(requests(), metadata=c.metadata, timeout=10)
+        assert error_reason(info.value) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
+        meta = c.artifacts.UploadArtifact(requests(), metadata=c.metadata, timeout=10).artifact
+        req = artifacts_pb2.DownloadArtifactRequest(artifact_id=meta.artifact_id)
+        with pytest.raises(grpc.RpcError) as info:
+            list(c.artifacts.DownloadArtifact(req, metadata=c.metadata, timeout=10))
+        assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+        parts = list(c.artifacts.DownloadArtifact(req, metadata=c.metadata, timeout=10))
+    assert parts[1].chunk == data
+    assert faulty.control.observations()["rpc_calls"] == {
+        "ArtifactService/UploadArtifact": 2, "ArtifactService/DownloadArtifact": 2}

@@ -220,6 +220,8 @@ class ArtifactService:
         self, caller: Principal, message: DownloadArtifactRequest
     ) -> AsyncIterator[DownloadArtifactResponse]:
         """Metadata first, then the bytes in chunks of ``max_artifact_chunk_bytes``."""
+        # The same pre-handler hook as unary calls, so a fault can refuse a download.
+        await self._pipeline.hooks.before_unary("ArtifactService/DownloadArtifact")
         artifact_id = message.artifact_id
         if not artifact_id:
             raise invalid("artifact_id", "artifact_id is required")
