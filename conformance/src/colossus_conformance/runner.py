@@ -268,7 +268,17 @@ class Suite:
                 dead_reason = f"client crashed during {case.id}"
         if client is not None:
             client.stop()
+        problems.extend(self._scan_worker_logs())
         return RunVerdict(results, problems)
+
+    def _scan_worker_logs(self) -> list[str]:
+        """Run-level C5/W3 check: no enrolled bearer in any worker's log."""
+        problems = []
+        for w in self.workers.values():
+            bearers = [e.bearer for e in w.enrolments.values()]
+            if _contains_secret(_read_from(w.log_path, 0), bearers):
+                problems.append(f"a bearer appeared in the log of worker {w.name}")
+        return problems
 
     def _emit(self, result: CaseResult) -> CaseResult:
         if self.options.on_result:
@@ -301,6 +311,7 @@ class Suite:
         reports: list[dict[str, Any]] = []
         observations: dict[str, Any] = {}
         exchange = Exchange("ok")
+        log_offset = _size(client.log_path)
         for index, segment in enumerate(split_segments(prepared.instruction["steps"])):
             if segment.action is not None:
                 # A runner action between two client segments (a worker restart).
@@ -332,6 +343,9 @@ class Suite:
             result.details.append(f"client {exchange.status}: {exchange.detail}")
             return result, exchange
         result.details.extend(judge(case, combined, observations, prepared.bearers, prepared.nonce))
+        # C5 again: the client's own log output during this case must not hold a bearer.
+        if _contains_secret(_read_from(client.log_path, log_offset), prepared.bearers):
+            result.details.append("a bearer appeared in the client's log output")
         if not result.details:
             result.status = PASS
         return result, exchange
@@ -396,6 +410,26 @@ class Suite:
 
 
 RUNNER_OPS = frozenset({"restart_worker"})
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as log:
+            log.seek(offset)
+            return log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _contains_secret(text: str, bearers: list[str]) -> bool:
+    return any(len(b) >= 8 and b in text for b in bearers)
 
 
 @dataclass

@@ -29,10 +29,22 @@ def trust_clean_close(self, run):
     return CloseAction.COMPLETE
 
 
+def leaky_load_bearer(self):
+    # Logs the secret it hands out, as a careless provider might.
+    bearer = original_load_bearer(self)
+    print(f"loaded bearer {bearer}", file=sys.stderr)
+    return bearer
+
+
 if MUTANT == "no-dedup-no-gap":
     _watch_core.WatchCore.on_event = deliver_everything
 elif MUTANT == "clean-close-is-completion":
     _watch_core.WatchCore.on_clean_close = trust_clean_close
+elif MUTANT == "bearer-in-log":
+    import colossus
+
+    original_load_bearer = colossus.InMemoryCredentialProvider.load_bearer
+    colossus.InMemoryCredentialProvider.load_bearer = leaky_load_bearer
 else:
     raise SystemExit(f"unknown mutant {MUTANT}")
 
