@@ -304,20 +304,22 @@ class AsyncRuns:
 
         return await retry_async(attempt, self._policy, what="GetRun")
 
-    async def list(
+    def list(
         self,
         *,
         statuses: Iterable[m.RunStatus] = (),
         page_size: int = 0,
         timeout: float | None = DEFAULT,
     ) -> AsyncRunPager:
-        """See :meth:`Runs.list`: ``async for run in await client.runs.list()``."""
-        conn = await self._backend.connection()
-        template = build_list_runs(conn.server_info, statuses, page_size)
+        """See :meth:`Runs.list`: ``async for run in client.runs.list()``.
+
+        The filter is checked against the worker's limits when the first page is fetched.
+        """
+        wanted = tuple(statuses)
 
         async def fetch(token: str) -> m.RunPage:
-            request = run_service_pb2.ListRunsRequest()
-            request.CopyFrom(template)
+            conn = await self._backend.connection()
+            request = build_list_runs(conn.server_info, wanted, page_size)
             request.page_token = token
 
             async def attempt() -> m.RunPage:

@@ -285,9 +285,13 @@ class SidecarProcess:
                     "the bootstrap reply is larger than 64 KiB", reason="BOOTSTRAP_MALFORMED"
                 )
             reply = parse_reply(_read_exact(out_read, length, deadline))
-        except BaseException:
+        except BaseException as exc:
             os.close(out_read)
             _terminate_group(pid, in_write, options.shutdown_grace)
+            if isinstance(exc, OSError):
+                raise SidecarError(
+                    f"the bootstrap exchange failed: {exc.strerror}", reason="BOOTSTRAP_IO"
+                ) from None
             raise
         os.close(out_read)
         return cls(pid, in_write, reply)

@@ -7,6 +7,7 @@ yield what it delivers, and on a failure or a clean close do what the core decid
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -178,8 +179,12 @@ class Watch:
         call = self._call
         if call is not None:
             call.cancel()
-        if self._iterator is not None:
-            self._iterator.close()  # type: ignore[attr-defined]
+        iterator = self._iterator
+        if iterator is not None:
+            # From another thread the generator may be running; cancelling the call
+            # above already makes it return.
+            with contextlib.suppress(ValueError):
+                iterator.close()  # type: ignore[attr-defined]
 
     def _get_run(self) -> Run:
         def attempt() -> Run:
@@ -315,8 +320,10 @@ class AsyncWatch:
         call = self._call
         if call is not None:
             call.cancel()
-        if self._iterator is not None:
-            await self._iterator.aclose()  # type: ignore[attr-defined]
+        iterator = self._iterator
+        if iterator is not None:
+            with contextlib.suppress(RuntimeError):
+                await iterator.aclose()  # type: ignore[attr-defined]
 
     async def _get_run(self) -> Run:
         async def attempt() -> Run:

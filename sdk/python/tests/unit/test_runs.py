@@ -110,7 +110,7 @@ async def test_async_pagination_and_reads(
     fake.b.runs["run_1"] = make_run("run_1")
     fake.b.fail["GetRun"] = [(U, "UNAVAILABLE")]
     async with await colossus.AsyncClient.connect(options) as client:
-        ids = [r.run_id async for r in await client.runs.list()]
+        ids = [r.run_id async for r in client.runs.list()]
         assert ids == ["run_a", "run_b"]
         assert (await client.runs.get("run_1")).status is colossus.RunStatus.RUNNING
         fake.b.fail["CreateRun"] = [(U, None)]

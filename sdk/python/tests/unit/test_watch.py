@@ -215,3 +215,19 @@ async def test_async_watch_gap_and_idle(fake: FakeWorker, options: colossus.Daem
             [e async for e in client.runs.watch(RUN)]
         with pytest.raises(colossus.WatchIdleTimeoutError):
             [e async for e in client.runs.watch(RUN, idle_timeout=0.3)]
+
+
+def test_close_from_another_thread_ends_a_blocked_watch(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
+    import threading
+
+    ev = _events(3)
+    fake.b.watch_scripts = [[("event", ev[0]), ("stall", 5.0), ("event", ev[1])]]
+    watch = client.runs.watch(RUN)
+    timer = threading.Timer(0.3, watch.close)
+    timer.start()
+    started = time.monotonic()
+    assert _seqs(watch) == [1]
+    assert time.monotonic() - started < 3
+    timer.join()
