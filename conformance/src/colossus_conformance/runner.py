@@ -9,8 +9,10 @@ evaluates the assertions. Clients never judge; all verdicts are made here.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import secrets
 import shutil
 import tempfile
@@ -336,6 +338,13 @@ class Suite:
         observations = merge_observations(observations, self._observe(worker, result, end=True))
         if worker is not None:
             observations["discovery"] = worker.discovery_facts()
+        sidecars = {
+            c["name"]: {"state_released": state_released(Path(c["state_dir"]))}
+            for c in prepared.instruction["connections"]
+            if c["placement"] == "sidecar"
+        }
+        if sidecars:
+            observations["sidecars"] = sidecars
         result.seconds = time.monotonic() - started
         combined = {"type": "result", "case": case.id, "steps": reports}
         self._record(sdk, prepared, exchange, observations, combined)
@@ -410,6 +419,31 @@ class Suite:
 
 
 RUNNER_OPS = frozenset({"restart_worker"})
+
+
+def state_released(state_dir: Path, wait_seconds: float = 10.0) -> bool:
+    """True once no process holds the worker lock of a sidecar's state folder (S7).
+
+    The client closes every connection before it reports, and closing a sidecar
+    client must stop its worker; a worker that survives keeps the lock.
+    """
+    lock = state_dir / "worker.lock"
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except FileNotFoundError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+        finally:
+            os.close(fd)
+        time.sleep(0.2)
 
 
 def _size(path: Path) -> int:
