@@ -397,6 +397,9 @@ class FakeWorker(
 
 
 def _sidecar_main(argv: list[str]) -> int:
+    # Chatter on stderr, as real workers log: it must never reach the bootstrap pipe.
+    sys.stderr.write("fake sidecar: starting\n")
+    sys.stderr.flush()
     mode = next((a.split("=", 1)[1] for a in argv if a.startswith("--fake=")), "ok")
     marker = next((a.split("=", 1)[1] for a in argv if a.startswith("--marker=")), None)
     fd_in, fd_out = (

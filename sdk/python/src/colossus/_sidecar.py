@@ -256,15 +256,19 @@ class SidecarProcess:
         )
         in_read, in_write = (_high_fd(fd) for fd in os.pipe())
         out_read, out_write = (_high_fd(fd) for fd in os.pipe())
-        devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        # Every source descriptor sits at 10 or above, so no dup2 below can overwrite a
+        # source that a later one still needs (a low devnull could otherwise become fd 4).
+        devnull = _high_fd(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
         actions: list[tuple[int, ...]] = [
             (os.POSIX_SPAWN_DUP2, devnull, 0),
             (os.POSIX_SPAWN_DUP2, devnull, 1),
-            (os.POSIX_SPAWN_DUP2, in_read, 3),
-            (os.POSIX_SPAWN_DUP2, out_write, 4),
         ]
         if not options.inherit_stderr:
             actions.append((os.POSIX_SPAWN_DUP2, devnull, 2))
+        actions += [
+            (os.POSIX_SPAWN_DUP2, in_read, 3),
+            (os.POSIX_SPAWN_DUP2, out_write, 4),
+        ]
         try:
             pid = os.posix_spawn(
                 executable, argv, dict(os.environ), file_actions=actions, setpgroup=0

@@ -149,3 +149,27 @@ async def test_async_sidecar(fake_exe: Path) -> None:
         assert client.server_info.deployment_mode is colossus.DeploymentMode.SIDECAR
         got = [e.sequence async for e in client.runs.watch("run_1")]
         assert got == [1, 2]
+
+
+def test_spawn_from_a_process_whose_low_descriptors_are_free(fake_exe: Path) -> None:
+    # In a fresh interpreter fds 3 and 4 are unused, so /dev/null may land there; the
+    # worker's stderr must still not end up on the bootstrap pipe.
+    code = (
+        "import sys, colossus\n"
+        f"o = colossus.SidecarOptions(executable={str(fake_exe)!r}, application_id='a')\n"
+        "with colossus.Client.start_sidecar(o) as c:\n"
+        "    print(c.server_info.deployment_mode.name)\n"
+    )
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "SIDECAR"
