@@ -10,7 +10,8 @@ into one context document:
 
 An assertion names a path into that document and one or more checks. Paths
 are dot-separated keys with optional list selectors: ``[0]``, ``[-1]`` and
-``[*]`` (project the rest of the path over every element).
+``[*]`` (project the rest of the path over every element); a ``*`` key projects
+over every member of an object (``steps.*.error.kind``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ def _resolve(value: Any, segments: list[str]) -> Any:
     if m is None:
         return MISSING
     key = m.group("key")
+    if key == "*" and not m.group("sel"):
+        # Projects the rest of the path over every member of an object, in order.
+        if not isinstance(value, dict):
+            return MISSING
+        projected = [_resolve(v, rest) for v in value.values()]
+        return [p for p in projected if p is not MISSING]
     if key:
         if not isinstance(value, dict) or key not in value:
             return MISSING

@@ -143,7 +143,7 @@ def check_path(where: str, path: str, step_ids: list[str]) -> None:
     if head != "steps":
         raise CatalogueError(f"{where}: assertion path {path!r} must start with steps., worker.")
     step = rest.split(".", 1)[0].split("[", 1)[0]
-    if step not in step_ids:
+    if step != "*" and step not in step_ids:
         raise CatalogueError(f"{where}: assertion path {path!r} names unknown step {step!r}")
 
 

@@ -32,6 +32,8 @@ def test_resolve_paths():
     assert resolve(DOC, "steps.w.value.events[-1].kind") == "terminated"
     assert resolve(DOC, "steps.w.value.events[5]") is MISSING
     assert resolve(DOC, "steps.x.value") is MISSING
+    assert resolve(DOC, "steps.*.error.kind") == ["watch_gap"]
+    assert resolve(DOC, "steps.*.value.run.run_id") == ["r1", "r1"]
     assert resolve(DOC, "worker.all_rpcs") == ["SystemService/GetServerInfo", "RunService/WatchRun"]
 
 
