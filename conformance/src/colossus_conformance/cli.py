@@ -21,6 +21,11 @@ from . import catalogue, report, sdks
 from .results import RunVerdict
 from .runner import Options, Suite
 
+# Every requirement ID of the specification (C1-C8, W1-W16, S1-S8).
+SPEC_REQUIREMENTS = (
+    [f"C{i}" for i in range(1, 9)] + [f"W{i}" for i in range(1, 17)] + [f"S{i}" for i in range(1, 9)]
+)
+
 
 def find_suite_dir(start: Path) -> Path:
     """The ``conformance`` folder: the one holding ``cases/schema.json``."""
@@ -151,6 +156,13 @@ def print_list(cases: list[catalogue.Case]) -> None:
     levels = Counter(c.level for c in cases)
     split = f"{levels['REQUIRED']} REQUIRED, {levels['RECOMMENDED']} RECOMMENDED"
     print(f"  {'total':<20} {len(cases):>3} cases ({split})")
+    cited = Counter(r for c in cases for r in c.requirements)
+    print()
+    print("requirements cited (cases):")
+    print("  " + "  ".join(f"{r}:{cited.get(r, 0)}" for r in SPEC_REQUIREMENTS))
+    missing = [r for r in SPEC_REQUIREMENTS if r not in cited]
+    if missing:
+        print(f"  not cited by the selected cases: {', '.join(missing)}")
 
 
 if __name__ == "__main__":
