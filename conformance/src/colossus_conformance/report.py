@@ -105,8 +105,8 @@ def markdown(verdict: RunVerdict, wall_seconds: float) -> str:
     out.append("")
     out.append("## Cases")
     out.append("")
-    out.append("| case | level | " + " | ".join(sdks) + " |")
-    out.append("|---|---|" + "---|" * len(sdks))
+    out.append("| case | level | requirements | " + " | ".join(sdks) + " |")
+    out.append("|---|---|---|" + "---|" * len(sdks))
     for _group, case_id, level in _cases(results):
         cells = []
         for s in sdks:
@@ -117,7 +117,8 @@ def markdown(verdict: RunVerdict, wall_seconds: float) -> str:
                 cells.append(f"xfail: {r.reason}")
             else:
                 cells.append(_SYMBOL[r.status])
-        out.append(f"| `{case_id}` | {level} | " + " | ".join(cells) + " |")
+        reqs = next((r.requirements for r in results if r.case_id == case_id), "")
+        out.append(f"| `{case_id}` | {level} | {reqs} | " + " | ".join(cells) + " |")
     problems = verdict.all_problems()
     failing = [r for r in results if r.unexpected]
     if failing or problems:

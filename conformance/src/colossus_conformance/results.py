@@ -27,6 +27,7 @@ class CaseResult:
     seconds: float = 0.0
     details: list[str] = field(default_factory=list)
     reason: str = ""  # known-failure reason, skip reason or NOT_RUN cause
+    requirements: str = ""  # the requirement IDs the case proves, for the report
 
     @property
     def unexpected(self) -> bool:

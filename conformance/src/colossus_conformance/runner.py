@@ -238,7 +238,15 @@ class Suite:
             if client is None:
                 results.append(
                     self._emit(
-                        CaseResult(spec.sdk, case.id, case.group, case.level, NOT_RUN, reason=dead_reason)
+                        CaseResult(
+                            spec.sdk,
+                            case.id,
+                            case.group,
+                            case.level,
+                            NOT_RUN,
+                            reason=dead_reason,
+                            requirements=", ".join(case.requirements),
+                        )
                     )
                 )
                 continue
@@ -253,6 +261,7 @@ class Suite:
                             case.level,
                             SKIPPED,
                             reason=f"client lacks {', '.join(missing)}",
+                            requirements=", ".join(case.requirements),
                         )
                     )
                 )
@@ -298,11 +307,14 @@ class Suite:
 
     def run_case(self, client: ClientProcess, case: Case, sdk: str) -> tuple[CaseResult, Exchange]:
         started = time.monotonic()
-        result = CaseResult(sdk, case.id, case.group, case.level, FAIL)
+        result = CaseResult(
+            sdk, case.id, case.group, case.level, FAIL, requirements=", ".join(case.requirements)
+        )
         timeout = case.timeout_seconds * self.options.timeout_scale
         worker = None
         try:
             worker = self.worker(case.worker)
+            started = time.monotonic()  # a worker's start-up is not the case's time
             prepared = self.prepare(case, worker, timeout)
             if worker is not None and worker.control is not None:
                 worker.control.begin_case(case.id, [dict(f) for f in case.faults])
