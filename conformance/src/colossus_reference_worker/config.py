@@ -60,6 +60,11 @@ class Limits:
     list_batch_size: int = 8
     # Largest total of released output text per run.
     max_output_bytes: int = 1024 * 1024
+    # Authenticated requests whose message is being read and decoded at once.
+    decode_permits: int = 8
+    decode_permits_per_application: int = 2
+    # Time allowed to receive and decode one request message.
+    request_setup_timeout_seconds: float = 30.0
 
     @classmethod
     def names(cls) -> list[str]:

@@ -93,6 +93,11 @@ class _CoalescingTransport(asyncio.Transport):
         return self._inner.get_protocol()
 
 
+_RETIRE_GRACE_SECONDS = 30.0
+# HTTP/2 GOAWAY on stream 0: last stream ID 2^31-1, error NO_ERROR.
+_GOAWAY_ANY_STREAM = bytes.fromhex("000008" "07" "00" "00000000" "7fffffff" "00000000")
+
+
 class _AppProxy(asyncio.Protocol):
     """Wraps grpclib's protocol to learn when a TLS session is up and when it ends."""
 
@@ -102,6 +107,7 @@ class _AppProxy(asyncio.Protocol):
         self._inner = inner
         self._peer: Any = None
         self._age_timer: asyncio.TimerHandle | None = None
+        self._transport: asyncio.Transport | None = None
         # ``start_tls`` does not call connection_made; bytes that arrive before
         # we do so ourselves are held here.
         self._early: list[bytes] | None = []
@@ -123,14 +129,41 @@ class _AppProxy(asyncio.Protocol):
                 SettingCodes.MAX_CONCURRENT_STREAMS: limits.max_concurrent_streams_per_connection,
             })
             self._inner.connection.flush()
+        self._transport = transport
         self._age_timer = asyncio.get_running_loop().call_later(
-            limits.max_connection_age_seconds, transport.close
+            limits.max_connection_age_seconds, self._retire
         )
         version = ssl_object.version() if ssl_object is not None else None
         self._listener.hooks.on_connection(self._conn_id, version, True)
         early, self._early = self._early or [], None
         for chunk in early:
             self._inner.data_received(chunk)
+
+    def _retire(self, deadline: float | None = None) -> None:
+        """Past the maximum age: ask the client to move on, then close when idle.
+
+        A GOAWAY naming the largest possible stream ID tells the client to open
+        new calls on a fresh connection while every call already sent is still
+        served (the first phase of HTTP/2's graceful shutdown; h2 itself stays
+        unaware, so it keeps processing those streams). The connection closes
+        once no stream is open, or after a grace period.
+        """
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            log.debug("connection %d reached its maximum age", self._conn_id)
+            deadline = loop.time() + _RETIRE_GRACE_SECONDS
+            with contextlib.suppress(Exception):
+                self._inner.connection._transport.write(_GOAWAY_ANY_STREAM)
+            # Calls the client sent before it read the GOAWAY are still arriving;
+            # loopback round trips are far shorter than this pause.
+            self._age_timer = loop.call_later(1.0, self._retire, deadline)
+            return
+        streams = getattr(getattr(self._inner, "processor", None), "streams", None)
+        if not streams or loop.time() >= deadline:
+            if self._transport is not None:
+                self._transport.close()
+            return
+        self._age_timer = loop.call_later(0.2, self._retire, deadline)
 
     def data_received(self, data: bytes) -> None:
         if self._early is not None:
@@ -192,6 +225,7 @@ class Listener:
 
     def accept(self, transport: asyncio.Transport, inner_factory: Callable[[], Any]) -> None:
         conn_id = next(self._ids)
+        log.debug("connection %d accepted", conn_id)
         if self.open_connections >= self.limits.max_connections:
             transport.abort()
             self.hooks.on_connection(conn_id, None, False)

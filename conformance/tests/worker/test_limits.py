@@ -124,3 +124,18 @@ def test_header_block_limit(make_worker):
         OK.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE")
     assert meta["limit"] == "max_header_bytes"
     assert c.system.GetServerInfo(request, metadata=c.md, timeout=10).server_info
+
+
+def test_old_connections_are_retired_without_failing_calls(make_worker):
+    worker = make_worker("--limit", "max_connection_age_seconds=1", "--log-level", "DEBUG")
+    c = worker.client("app1")
+    request = pb.sys.GetServerInfoRequest()
+    import time
+
+    deadline = time.monotonic() + 3.5
+    while time.monotonic() < deadline:  # spans at least two connection lifetimes
+        assert c.system.GetServerInfo(request, metadata=c.md, timeout=10).server_info
+        time.sleep(0.1)
+    log = worker.log_path.read_text()
+    assert log.count("reached its maximum age") >= 1
+    assert log.count("accepted") >= 2

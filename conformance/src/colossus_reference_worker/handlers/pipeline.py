@@ -49,6 +49,29 @@ class Pipeline:
         self.credentials = credentials
         self.hooks = hooks
         self.connections = connections
+        limits = config.limits
+        self._decodes = asyncio.Semaphore(limits.decode_permits)
+        self._app_decodes: dict[str, asyncio.Semaphore] = {}
+
+    async def read(
+        self, principal: Principal, stream: Stream[Any, Any], read: Callable[[Stream[Any, Any]], Any]
+    ) -> Any:
+        """Read one request under the decode permits and the setup deadline.
+
+        Permits are taken after authentication and before any message byte is
+        read, so unauthenticated peers cannot hold them.
+        """
+        limits = self.config.limits
+        app = self._app_decodes.setdefault(
+            principal.application_id, asyncio.Semaphore(limits.decode_permits_per_application)
+        )
+        async with self._decodes, app:
+            try:
+                return await asyncio.wait_for(read(stream), limits.request_setup_timeout_seconds)
+            except asyncio.TimeoutError:
+                raise ApiError(
+                    Status.UNAVAILABLE, "UNAVAILABLE", "the request message did not arrive in time"
+                ) from None
 
     def authenticate(self, stream: Stream[Any, Any], method: str) -> Principal:
         """Observe, bound, authenticate and scope-check one call (raises ApiError)."""
@@ -95,7 +118,7 @@ class Pipeline:
     ) -> None:
         with self.errors(method):
             principal = self.authenticate(stream, method)
-            request = await read(stream)
+            request = await self.read(principal, stream, read)
             await self.hooks.before_unary(method)
             reply = handle(principal, request)
             if asyncio.iscoroutine(reply):
@@ -112,7 +135,7 @@ class Pipeline:
     ) -> None:
         with self.errors(method):
             principal = self.authenticate(stream, method)
-            request = await read(stream)
+            request = await self.read(principal, stream, read)
             replies = open_stream(principal, request)
             async for reply in replies:
                 await stream.send_message(reply)
