@@ -57,10 +57,15 @@ class KeyringCredentialProvider:
         self.username = username
 
     def load_bearer(self) -> str:
+        failure: str | None = None
         try:
             value = keyring.get_password(self.service, self.username)
         except keyring.errors.KeyringError as exc:
-            raise CredentialError(f"the OS credential store failed: {type(exc).__name__}") from None
+            failure, value = type(exc).__name__, None
+        # Raised outside the handler, so the store's exception (whose text could quote the
+        # secret) is not even kept as the new error's context.
+        if failure is not None:
+            raise CredentialError(f"the OS credential store failed: {failure}")
         if value is None:
             raise CredentialError("no bearer is stored under this keyring service and username")
         return str(value)
@@ -71,10 +76,15 @@ class KeyringCredentialProvider:
 
 def load_bearer(provider: CredentialProvider) -> Bearer:
     """Asks the provider and validates the grammar; never lets the value into an error."""
+    failure: str | None = None
+    raw: object = None
     try:
         raw = provider.load_bearer()
     except CredentialError:
         raise
     except Exception as exc:
-        raise CredentialError(f"the credential provider failed: {type(exc).__name__}") from None
+        failure = type(exc).__name__
+    if failure is not None:
+        # Outside the handler: the provider's exception is not kept as context.
+        raise CredentialError(f"the credential provider failed: {failure}")
     return Bearer(raw)

@@ -109,6 +109,7 @@ def test_provider_failure_never_leaks_its_message(fake: FakeWorker, api_dir: Pat
         colossus.Client.connect(daemon_options(fake, api_dir, credentials=Broken()))
     assert BEARER not in str(info.value) and BEARER not in repr(info.value)
     assert info.value.__cause__ is None
+    assert info.value.__context__ is None
 
 
 def test_unauthenticated_is_typed(fake: FakeWorker, api_dir: Path) -> None:
