@@ -27,6 +27,17 @@ MUTANTS = {
         "gap-failure.first-event-after-cursor",
     ],
     "bearer-in-log": ["pin-checks.genuine-connects"],
+    "no-tls-preflight": ["pin-checks.c4.tls12-server"],
+    "no-server-info-check": [
+        "compatibility.wrong-instance-id",
+        "compatibility.wrong-api-major",
+        "compatibility.sidecar-mode-from-daemon",
+    ],
+    "retry-mutations": [
+        "idempotency.no-retry-after-unknown-outcome",
+        "retries.create-unavailable-not-retried",
+        "cancel.not-retried-after-unavailable",
+    ],
     "clean-close-is-completion": [
         "clean-close.non-terminal-resumes",
         "clean-close.terminal-beyond-cursor-fails",

@@ -40,6 +40,37 @@ if MUTANT == "no-dedup-no-gap":
     _watch_core.WatchCore.on_event = deliver_everything
 elif MUTANT == "clean-close-is-completion":
     _watch_core.WatchCore.on_clean_close = trust_clean_close
+elif MUTANT == "no-tls-preflight":
+    # Drops the pinned TLS 1.3 pre-flight handshake; grpcio alone accepts TLS 1.2.
+    from colossus import _connection
+
+    _connection.preflight = lambda *args, **kwargs: None
+elif MUTANT == "no-server-info-check":
+    from colossus import _connection
+
+    _connection.verify_server_info = lambda info, target: None
+elif MUTANT == "retry-mutations":
+    # Repeats a mutation once after UNAVAILABLE, which the contract forbids.
+    import grpc
+
+    from colossus import _connection
+
+    original_call = _connection.call_mutation_sync
+
+    def retrying_call(method, request, session, timeout, *, idempotency_key=None):
+        try:
+            return method(request, timeout=timeout, metadata=session.metadata())
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                raise _connection.from_rpc_error(
+                    exc, mutation=True, idempotency_key=idempotency_key
+                ) from None
+        return original_call(method, request, session, timeout, idempotency_key=idempotency_key)
+
+    _connection.call_mutation_sync = retrying_call
+    from colossus import _runs
+
+    _runs.call_mutation_sync = retrying_call
 elif MUTANT == "bearer-in-log":
     import colossus
 
