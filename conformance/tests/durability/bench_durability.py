@@ -45,6 +45,8 @@ def _wait_waiting(client, run_id: str, timeout: float = 120) -> object:
         run = client.get(run_id)
         if run.status == WAITING:
             return run
+        if run.status in (5, 6, 7, 8, 9):
+            raise RuntimeError(f"{run_id} ended (status {run.status}) instead of asking")
         if time.monotonic() > deadline:
             raise TimeoutError(f"{run_id} never asked (status {run.status})")
         time.sleep(0.01)
@@ -65,9 +67,11 @@ def bench_appends(root: Path, big_events: int, samples: int, cancels: int) -> di
     worker = Worker.start(pub, *BIG_LIMITS)
     try:
         with worker.client(bearer) as c:
-            asks = [f"ask Q{i} | a | b" for i in range(samples + 2)]
-            small = c.create("small", script(*["say s"] * 8, *asks)).run
-            big = c.create("big", script(f"repeat {big_events} say b", *asks)).run
+            asks = [f"ask Q{i} | a | b" for i in range(min(samples + 2, 100))]
+            # Each prompt is a turn: ask for the largest turn budget.
+            small = c.create("small", script(*["say s"] * 8, *asks), max_turns=100).run
+            big = c.create("big", script(f"repeat {big_events} say b", *asks),
+                           max_turns=100).run
             runs = {"small": _wait_waiting(c, small.run_id),
                     "big": _wait_waiting(c, big.run_id)}
             at = {k: v.last_sequence for k, v in runs.items()}
@@ -212,7 +216,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cbench-") as tmp:
         root = Path(tmp)
         ap = bench_appends(root, big_events=400 if quick else 4000,
-                           samples=10 if quick else 40, cancels=3 if quick else 8)
+                           samples=10 if quick else 80, cancels=4 if quick else 20)
         ls = bench_list(root, noise=10_000 if quick else 100_000, runs=20,
                         rounds=20 if quick else 100)
         rc = bench_recovery(root, runs=100 if quick else 1000)

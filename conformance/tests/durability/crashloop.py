@@ -19,6 +19,8 @@ every run settle and checks that each one ended honestly:
 
 from __future__ import annotations
 
+import contextlib
+import json
 import random
 import sqlite3
 import threading
@@ -74,6 +76,7 @@ class CrashLoopReport:
     lost: int = 0
     problems: list[str] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
+    recovered: Counter[str] = field(default_factory=Counter)
     recovery_seconds: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -217,6 +220,48 @@ def _settle(client: Client, ledger: Ledger, report: CrashLoopReport, timeout: fl
             report.fail(f"{run_id}: a plain run was not resumed")
 
 
+def states_at_crash(state_dir: Path) -> dict[str, tuple[str, bool]]:
+    """Each run's status and effect flag as the dead worker left them (read-only).
+
+    Nothing changes between the kill and the restart, so this is an exact oracle
+    for what recovery must do with every run that was not terminal.
+    """
+    out: dict[str, tuple[str, bool]] = {}
+    # A plain connection (not mode=ro): reading a WAL database left by a killed
+    # process may need to rebuild its shared-memory index, as the worker itself does.
+    with contextlib.closing(sqlite3.connect(state_dir / "journal.sqlite3")) as db:
+        rows = db.execute(
+            "SELECT r.stream, r.version, r.payload FROM records r JOIN "
+            "(SELECT stream, MAX(version) AS v FROM records WHERE stream LIKE 'run:%' "
+            "GROUP BY stream) h ON r.stream = h.stream AND r.version = h.v")
+        for stream, version, payload in rows:
+            if version == 1:
+                out[stream.removeprefix("run:")] = ("QUEUED", False)
+                continue
+            state = json.loads(payload)["state"]
+            out[stream.removeprefix("run:")] = (state["status"], bool(state["effect"]))
+    return out
+
+
+def _check_recovery(client: Client, crashed: dict[str, tuple[str, bool]],
+                    report: CrashLoopReport) -> None:
+    """W13: how recovery must settle each run that was not terminal at the kill."""
+    expect = {"WAITING_FOR_INPUT": INTERRUPTED, "CANCELLING": CANCELLED}
+    for run_id, (status, effect) in crashed.items():
+        if status in ("SUCCEEDED", "FAILED", "CANCELLED", "INTERRUPTED", "OUTCOME_UNKNOWN"):
+            continue
+        report.recovered[status + (" after an effect" if effect else "")] += 1
+        now = client.get(run_id).status
+        if status == "RUNNING" and effect:
+            if now != OUTCOME_UNKNOWN:
+                report.fail(f"{run_id}: RUNNING after an effect recovered as {now}")
+        elif status in expect:
+            if now != expect[status]:
+                report.fail(f"{run_id}: {status} at the crash recovered as {now}")
+        elif now in (INTERRUPTED, OUTCOME_UNKNOWN):
+            report.fail(f"{run_id}: {status} without an effect was not resumed ({now})")
+
+
 def verify_journal(state_dir: Path, report: CrashLoopReport) -> int:
     """Walk every stream of the journal with full chain verification; returns records."""
     from colossus_reference_worker.errors import JournalIntegrityError
@@ -246,12 +291,14 @@ def run_crash_loop(workdir: Path, iterations: int = 30, seed: int = 7,
     ledger = Ledger()
     report = CrashLoopReport()
     t0 = time.monotonic()
+    crashed: dict[str, tuple[str, bool]] = {}
     for it in range(iterations):
         start = time.monotonic()
         worker = Worker.start(pub, *NO_LIMITS)
         report.recovery_seconds.append(time.monotonic() - start)
         client = worker.client(bearer)
         try:
+            _check_recovery(client, crashed, report)
             with ledger.lock:
                 fresh, ledger.fresh = ledger.fresh, []
             _check_acknowledged(client, ledger, fresh, report)
@@ -268,10 +315,12 @@ def run_crash_loop(workdir: Path, iterations: int = 30, seed: int = 7,
                 thread.join(15)
         finally:
             client.close()
+        crashed = states_at_crash(pub / "state")
         report.iterations += 1
     worker = Worker.start(pub, *NO_LIMITS)
     client = worker.client(bearer)
     try:
+        _check_recovery(client, crashed, report)
         with ledger.lock:
             fresh, ledger.fresh = ledger.fresh, []
         _check_acknowledged(client, ledger, fresh, report)

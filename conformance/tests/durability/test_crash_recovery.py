@@ -8,7 +8,8 @@ from crashloop import run_crash_loop
 def test_crash_loop_loses_nothing_and_settles_honestly(short_tmp):
     report = run_crash_loop(short_tmp, iterations=30, seed=13)
     summary = (f"{report.iterations} kills, {report.runs} runs, {report.answers} answers, "
-               f"{report.cancels} cancels, statuses {dict(report.statuses)}")
+               f"{report.cancels} cancels, statuses {dict(report.statuses)}, "
+               f"recovered {dict(report.recovered)}")
     print(summary)
     assert report.iterations == 30
     assert report.runs > 30, summary
@@ -16,3 +17,5 @@ def test_crash_loop_loses_nothing_and_settles_honestly(short_tmp):
     assert report.lost == 0
     # Every interesting ending actually happened at least once.
     assert report.statuses["RUN_STATUS_SUCCEEDED"] > 0, summary
+    assert report.recovered["WAITING_FOR_INPUT"] > 0, summary
+    assert report.recovered["RUNNING after an effect"] > 0, summary
