@@ -52,7 +52,6 @@ elif MUTANT == "no-server-info-check":
 elif MUTANT == "retry-mutations":
     # Repeats a mutation once after UNAVAILABLE, which the contract forbids.
     import grpc
-
     from colossus import _connection
 
     original_call = _connection.call_mutation_sync
