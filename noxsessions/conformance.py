@@ -8,8 +8,10 @@
                           client; mypy --strict over the runner package
     conformance_selftest  pytest of the runner itself (catalogue, protocol codec,
                           assertions, known-failure rules, crash handling with a fake
-                          client) and a mutation check: an SDK with dedup or clean-close
-                          reconciliation broken on purpose must fail the guarding cases
+                          client) and a mutation check: the real SDK with one behaviour
+                          broken on purpose (dedup, gap check, clean-close reconciliation,
+                          TLS pre-flight, GetServerInfo check, no-retry rule, bearer
+                          hygiene) must fail the cases that guard it
 """
 
 from __future__ import annotations
