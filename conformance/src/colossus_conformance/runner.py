@@ -347,6 +347,10 @@ class Suite:
             if exchange.result.get("fatal"):
                 reports_fatal = exchange.result["fatal"]
                 result.details.append(f"client reported a fatal problem in segment {index}: {reports_fatal}")
+        if any(a["path"].startswith(_HANDSHAKE_PATHS) for a in case.assertions):
+            # The worker records a handshake when its own side finishes, which can
+            # be a moment after the client's (docs/fault-control.md).
+            time.sleep(0.3)
         observations = merge_observations(observations, self._observe(worker, result, end=True))
         if worker is not None:
             observations["discovery"] = worker.discovery_facts()
@@ -431,6 +435,7 @@ class Suite:
 
 
 RUNNER_OPS = frozenset({"restart_worker"})
+_HANDSHAKE_PATHS = ("worker.connection", "worker.handshakes")
 
 
 def state_released(state_dir: Path, wait_seconds: float = 10.0) -> bool:
