@@ -24,6 +24,7 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
     """Ask Linux to send ``sig`` when the parent exits; ``False`` elsewhere."""
     if not sys.platform.startswith("linux"):
         return False
+    parent = os.getppid()
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
@@ -31,7 +32,9 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
     except (OSError, AttributeError):
         return False
     # The parent may have died before prctl took effect: then we were reparented.
-    if os.getppid() == 1:
+    # (Compare with the parent seen before, not with 1: in a container the parent
+    # may legitimately be process 1.)
+    if os.getppid() != parent:
         os.kill(os.getpid(), sig)
     return True
 
