@@ -21,13 +21,15 @@ from .._gen.colossus.api.v1alpha1 import CreateRunRequest, RespondInteractionReq
 from ..auth import require_scope
 from ..config import WorkerConfig
 from ..credentials import Principal, new_id
-from ..errors import ApiError, JournalIntegrityError, exhausted, invalid, run_not_found, unavailable
+from ..errors import ApiError, exhausted, invalid, run_not_found, unavailable
 from ..journal import Journal
 from .driver import RunDriver
 from .hub import ChangeHub
 from .limits import CreateRateLimiter, Gate
-from .model import STATUSES, TERMINAL, Event, State, initial_state, replay_check
-from .pagination import Cursor, TokenCodec
+from .listing import list_runs
+from .model import TERMINAL, Event, State, initial_state, replay_check
+from .pagination import TokenCodec
+from .recovery import recover
 from .runs import EventLimitReached, FullRun, RunStore, RunTail, now_us
 from .validation import OPAQUE_ID, ArtifactLookup, validate_create
 
@@ -206,70 +208,7 @@ class RunEngine:
 
     async def list_runs(self, principal: Principal, statuses: list[int], page_size: int,
                         page_token: str) -> tuple[list[tuple[dict[str, Any], State]], str]:
-        lim = self.limits
-        if len(statuses) > lim.max_list_status_filters:
-            raise ApiError(
-                Status.INVALID_ARGUMENT, "STATUS_FILTER_TOO_LARGE",
-                f"at most {lim.max_list_status_filters} status values are accepted",
-                {"field": "statuses", "limit": "max_list_status_filters"},
-            )
-        names = set()
-        for value in statuses:
-            if not 1 <= value <= len(STATUSES):
-                raise invalid("statuses", "statuses holds an unknown value")
-            names.add(_STATUS_BY_NUMBER[value])
-        wanted = sorted(names)
-        size = lim.max_list_page_size if page_size == 0 else min(page_size, lim.max_list_page_size)
-        app = principal.application_id
-        with self.lists.hold(app):
-            if page_token:
-                cursor = self.tokens.open(page_token, app, wanted)
-                head = self.store.owner_record(app, cursor.head_version)
-                if (head is None or head.hash.hex() != cursor.head_hash
-                        or not 1 <= cursor.resume_below <= cursor.head_version):
-                    raise ApiError(Status.INVALID_ARGUMENT, "PAGE_TOKEN_INVALID",
-                                   "the page token is not valid for this request",
-                                   {"field": "page_token"})
-            else:
-                head = self.store.owner_head(app)
-                if head is None:
-                    return [], ""
-                cursor = Cursor(head.version, head.hash.hex(), head.version + 1)
-            page: list[tuple[dict[str, Any], State]] = []
-            next_version = cursor.resume_below - 1
-            examined = 0
-            upper_link: bytes | None = None
-            while next_version >= 1 and examined < lim.list_scan_budget and len(page) < size:
-                low = max(1, next_version - lim.list_batch_size + 1,
-                          next_version - (lim.list_scan_budget - examined) + 1)
-                batch = self.store.owner_range(app, low, next_version)
-                if len(batch) != next_version - low + 1 or (
-                    upper_link is not None and batch[-1].hash != upper_link
-                ):
-                    raise ApiError(Status.DATA_LOSS, "JOURNAL_INTEGRITY",
-                                   "the journal failed its integrity check")
-                for rec in reversed(batch):
-                    examined += 1
-                    next_version = rec.version - 1
-                    upper_link = rec.prev_hash
-                    run_id = rec.payload["run_id"]
-                    tail = self.store.tail(run_id)
-                    if tail is None or tail.creation["application_id"] != app:
-                        raise ApiError(Status.DATA_LOSS, "JOURNAL_INTEGRITY",
-                                       "the journal failed its integrity check")
-                    if wanted and tail.state["status"] not in names:
-                        continue
-                    full = self.store.full(run_id, with_events=False)
-                    assert full is not None
-                    page.append((full.creation, full.state))
-                    if len(page) >= size:
-                        break
-                await asyncio.sleep(0)
-            token = ""
-            if next_version >= 1:
-                token = self.tokens.issue(app, wanted, Cursor(cursor.head_version,
-                                                              cursor.head_hash, next_version + 1))
-            return page, token
+        return await list_runs(self, principal, statuses, page_size, page_token)
 
     # --- WatchRun -----------------------------------------------------------------------------------
 
@@ -405,48 +344,7 @@ class RunEngine:
 
     def recover(self) -> dict[str, int]:
         """Settle or resume every run a previous process left non-terminal."""
-        counts: dict[str, int] = defaultdict(int)
-        for run_id in self.store.all_run_ids():
-            try:
-                counts[self._recover_one(run_id)] += 1
-            except JournalIntegrityError:
-                # Loud, but contained: every read of this run fails with DATA_LOSS.
-                log.error("run %s failed journal verification; it is left unreadable", run_id)
-                counts["integrity_failures"] += 1
-        counts.pop("terminal", None)
-        return dict(counts)
-
-    def _recover_one(self, run_id: str) -> str:
-        tail = self.store.tail(run_id)
-        assert tail is not None
-        status = tail.state["status"]
-        if status in TERMINAL:
-            return "terminal"
-        full = self.store.full(run_id)
-        assert full is not None
-        creation, state = full.creation, full.state
-        output = "".join(e["event"]["text"] for e in full.events
-                         if e["event"]["type"] == "output")
-        partial: dict[str, Any] = {"output_text": output}
-        if creation.get("plan"):
-            partial["plan"] = {**creation["plan"], "status": "DRAFT"}
-        app = creation["application_id"]
-        if status == "QUEUED" or (status == "RUNNING" and not state["effect"]):
-            self.active[app].add(run_id)
-            self._start_driver(creation, state["pc"], output)
-            return "resumed"
-        if status == "WAITING_FOR_INPUT":
-            if state["pending"] is not None:
-                self.append(run_id, {"type": "interaction_resolved",
-                                     "interaction_id": state["pending"]["id"],
-                                     "outcome": "INTERRUPTED"})
-            self.terminate(run_id, "INTERRUPTED", partial)
-            return "interrupted"
-        if status == "CANCELLING":
-            self.terminate(run_id, "CANCELLED", partial)
-            return "cancelled"
-        self.terminate(run_id, "OUTCOME_UNKNOWN", partial)
-        return "outcome_unknown"
+        return recover(self)
 
     async def shutdown(self) -> None:
         self.closing = True
@@ -458,8 +356,3 @@ class RunEngine:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-_STATUS_BY_NUMBER = {
-    1: "QUEUED", 2: "RUNNING", 3: "WAITING_FOR_INPUT", 4: "CANCELLING", 5: "SUCCEEDED",
-    6: "FAILED", 7: "CANCELLED", 8: "INTERRUPTED", 9: "OUTCOME_UNKNOWN",
-}
-assert set(_STATUS_BY_NUMBER.values()) == set(STATUSES)

@@ -1,0 +1,71 @@
+"""Start-up recovery (W13): settle or resume what an unclean stop left behind.
+
+* ``QUEUED`` runs, and ``RUNNING`` runs that recorded no effect, resume at
+  their next script step under the grant captured when they were accepted;
+* ``WAITING_FOR_INPUT`` runs close their interaction and become ``INTERRUPTED``;
+* ``CANCELLING`` runs become ``CANCELLED``;
+* runs that may have started an effect become ``OUTCOME_UNKNOWN``.
+
+Each run is read in full (and so verified); one that fails verification is
+logged and left unreadable instead of stopping the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JournalIntegrityError
+from .model import TERMINAL
+
+if TYPE_CHECKING:
+    from .engine import RunEngine
+
+log = logging.getLogger(__name__)
+
+
+def recover(engine: RunEngine) -> dict[str, int]:
+    """Settle or resume every run a previous process left non-terminal."""
+    counts: dict[str, int] = defaultdict(int)
+    for run_id in engine.store.all_run_ids():
+        try:
+            counts[_recover_one(engine, run_id)] += 1
+        except JournalIntegrityError:
+            # Loud, but contained: every read of this run fails with DATA_LOSS.
+            log.error("run %s failed journal verification; it is left unreadable", run_id)
+            counts["integrity_failures"] += 1
+    counts.pop("terminal", None)
+    return dict(counts)
+
+def _recover_one(engine: RunEngine, run_id: str) -> str:
+    tail = engine.store.tail(run_id)
+    assert tail is not None
+    status = tail.state["status"]
+    if status in TERMINAL:
+        return "terminal"
+    full = engine.store.full(run_id)
+    assert full is not None
+    creation, state = full.creation, full.state
+    output = "".join(e["event"]["text"] for e in full.events
+                     if e["event"]["type"] == "output")
+    partial: dict[str, Any] = {"output_text": output}
+    if creation.get("plan"):
+        partial["plan"] = {**creation["plan"], "status": "DRAFT"}
+    app = creation["application_id"]
+    if status == "QUEUED" or (status == "RUNNING" and not state["effect"]):
+        engine.active[app].add(run_id)
+        engine._start_driver(creation, state["pc"], output)
+        return "resumed"
+    if status == "WAITING_FOR_INPUT":
+        if state["pending"] is not None:
+            engine.append(run_id, {"type": "interaction_resolved",
+                                 "interaction_id": state["pending"]["id"],
+                                 "outcome": "INTERRUPTED"})
+        engine.terminate(run_id, "INTERRUPTED", partial)
+        return "interrupted"
+    if status == "CANCELLING":
+        engine.terminate(run_id, "CANCELLED", partial)
+        return "cancelled"
+    engine.terminate(run_id, "OUTCOME_UNKNOWN", partial)
+    return "outcome_unknown"
