@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import uuid
 
 import grpc
+
+from colossus_reference_worker.config import WorkerConfig
+from colossus_reference_worker.server import open_workspace
 
 from conftest import ROOMY, expect_error, pb, script
 
@@ -65,13 +66,12 @@ def test_queued_run_resumes_under_its_accepted_authority(make_worker):
     run = c.create("q", script("sleep 800", "tool shell.run")).run
     worker.stop()
     # Revoking every credential of the application does not weaken accepted work.
-    listed = subprocess.run([sys.executable, "-m", "colossus_reference_worker.cli",
-                             "--public-api-dir", str(worker.public), "--list-credentials"],
-                            capture_output=True, text=True, check=True).stdout.split("\n")
-    for line in filter(None, listed):
-        subprocess.run([sys.executable, "-m", "colossus_reference_worker.cli",
-                        "--public-api-dir", str(worker.public), "--revoke-credential",
-                        line.split()[0]], check=True, capture_output=True)
+    ws = open_workspace(WorkerConfig(state_dir=worker.state))
+    try:
+        for cred in ws.credentials.all():
+            ws.credentials.revoke(cred.credential_id)
+    finally:
+        ws.close()
     worker.enroll("app1", label="fresh", scopes=("runs:read",))
     worker.start()
     c = worker.client("fresh")
