@@ -21,11 +21,11 @@ __all__ = [
     "FaultHooks",
     "FaultSpecError",
     "FaultState",
-    "add_arguments",
-    "hooks_from_args",
     "ListenerVariant",
+    "add_arguments",
     "build_listener_context",
     "enable",
+    "hooks_from_args",
     "parse_plan",
 ]
 
