@@ -244,3 +244,21 @@ def test_enrolment_into_the_credential_store(make_worker, tmp_path):
     worker.start()
     c = worker.client(bearer)
     assert c.system.GetServerInfo(pb.sys.GetServerInfoRequest(), metadata=c.md).server_info
+
+
+def test_ipv6_loopback_listener(make_worker):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this host")
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        pytest.skip("no IPv6 loopback on this host")
+    worker = make_worker("--host", "::1")
+    assert worker.descriptor["endpoint"].startswith("https://[::1]:")
+    cert = x509.load_pem_x509_certificate(worker.pem)
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("::1")]
+    c = worker.client("app1")
+    assert c.system.GetServerInfo(pb.sys.GetServerInfoRequest(), metadata=c.md).server_info
