@@ -267,3 +267,22 @@ def test_rpc_fail_on_artifact_calls(faulty, case):
     assert parts[1].chunk == data
     assert faulty.control.observations()["rpc_calls"] == {
         "ArtifactService/UploadArtifact": 2, "ArtifactService/DownloadArtifact": 2}
+
+
+def test_fault_injection_is_off_unless_asked(short_tmp):
+    import subprocess
+
+    from worker_harness import WORKER, private_dir
+
+    pub = private_dir(short_tmp / "pub-no-faults")
+    # A listener variant alone is refused: it needs the control socket.
+    proc = subprocess.run([*WORKER, "--public-api-dir", str(pub), "--fault-listener", "tls12"],
+                          capture_output=True, timeout=30, check=False)
+    assert proc.returncode == 2
+    assert b"--fault-control-socket" in proc.stderr
+    # An existing path is never reused or replaced.
+    taken = short_tmp / "taken.sock"
+    taken.write_text("not a socket")
+    proc = subprocess.run([*WORKER, "--public-api-dir", str(pub), "--fault-control-socket",
+                           str(taken)], capture_output=True, timeout=30, check=False)
+    assert proc.returncode == 2 and taken.read_text() == "not a socket"

@@ -224,3 +224,13 @@ def test_second_sidecar_on_the_same_state_is_refused(tmp_path):
     finally:
         first.close_parent_end()
         assert first.wait()[0] == 0
+
+
+def test_sidecar_refuses_daemon_flags(tmp_path):
+    side = Sidecar("--public-api-dir", str(private_dir(tmp_path / "pub")))
+    reply = read_reply(side.out_r)
+    os.close(side.out_r)
+    assert reply["error"]["code"] == "bootstrap_invalid"
+    side.close_parent_end()
+    assert side.wait()[0] == 2
+    assert not (tmp_path / "pub" / "endpoint.json").exists()
