@@ -262,3 +262,11 @@ def test_ipv6_loopback_listener(make_worker):
     assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("::1")]
     c = worker.client("app1")
     assert c.system.GetServerInfo(pb.sys.GetServerInfoRequest(), metadata=c.md).server_info
+
+
+def test_state_files_are_owner_only(make_worker):
+    worker = make_worker()
+    worker.client("app1").create("k", "x")
+    for path in worker.state.iterdir():
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        assert mode & 0o077 == 0, f"{path.name} has mode {oct(mode)}"

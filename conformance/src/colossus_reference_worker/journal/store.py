@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import itertools
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +56,9 @@ class Journal:
 
     def __init__(self, path: Path, key: bytes) -> None:
         self._key = key
+        # Create the file owner-only first; SQLite gives its -wal and -shm files
+        # the same mode.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
