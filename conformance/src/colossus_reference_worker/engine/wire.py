@@ -22,7 +22,12 @@ from .._gen.colossus.api.v1alpha1 import (
 from . import views
 
 
+_SMALL = [bytes([n]) for n in range(128)]
+
+
 def _varint(value: int) -> bytes:
+    if value < 128:
+        return _SMALL[value]
     out = bytearray()
     while True:
         byte = value & 0x7F
