@@ -60,12 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                    help="override one limit, e.g. max_active_runs_per_application=2")
     p.add_argument("--log-level", default="WARNING",
-                   choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="log to stderr from this level (default WARNING); bearers are never logged")
 
     admin = p.add_argument_group("credential administration (worker stopped)")
     admin.add_argument("--enroll-application", metavar="APP", help="issue a credential to APP")
-    admin.add_argument("--scope", action="append", default=[], choices=SCOPES,
-                       help="grant a scope (repeatable)")
+    admin.add_argument("--scope", action="append", default=[], choices=SCOPES, metavar="SCOPE",
+                       help="grant a scope (repeatable): " + ", ".join(SCOPES))
     admin.add_argument("--role", action="append", default=[], help="grant a logical role")
     admin.add_argument("--tool", action="append", default=[], help="grant a tool")
     admin.add_argument("--rotate-credential", metavar="ID",
@@ -79,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="store the bearer in the OS credential store under NAME")
     admin.add_argument("--keyring-account", metavar="ACCOUNT",
                        help="account for --keyring-service (default: the application ID)")
-    admin.add_argument("--output", choices=["text", "json"], default="text")
+    admin.add_argument("--output", choices=["text", "json"], default="text",
+                       help="print key: value lines (default) or one JSON object")
     add_sidecar_arguments(p)
     add_fault_arguments(p)
     return p
