@@ -366,3 +366,12 @@ def test_unknown_status_value_is_refused(shared_worker):
     expect_error(lambda: c.raw_unary("ListRuns", payload, pb.rs.ListRunsResponse),
                  OK.INVALID_ARGUMENT, "FIELD_INVALID")
     assert struct is not None and threading is not None
+
+
+def test_unknown_enum_values_are_refused(shared_worker):
+    c = shared_worker.client("app1")
+    base = _ld(1, key().encode()) + _ld(2, _ld(1, b"a"))
+    meta = expect_error(lambda: c.raw_unary("CreateRun", base + _varint(3 << 3) + _varint(7),
+                                            pb.rs.CreateRunResponse),
+                        OK.INVALID_ARGUMENT, "FIELD_INVALID")
+    assert meta["field"] == "mode"

@@ -241,6 +241,7 @@ class RunEngine:
                 if payload["seq"] > after:
                     yield payload
                 if payload["event"]["type"] == "terminated":
+                    self.hub.forget(run_id)
                     return
             if first is None:
                 raise run_not_found()

@@ -21,6 +21,10 @@ class ChangeHub:
         if event is not None:
             event.set()
 
+    def forget(self, run_id: str) -> None:
+        """Drop a terminal run's entry; nothing will ever notify it again."""
+        self._events.pop(run_id, None)
+
     def notify_all(self) -> None:
         for run_id in list(self._events):
             self.notify(run_id)

@@ -40,10 +40,14 @@ class ValidRequest:
 
 
 def _enum_name(enum: Any, value: int, field: str) -> str:
-    try:
-        return str(enum(value).name)
-    except ValueError:
-        raise invalid(field, f"{field} has an unknown value") from None
+    """The member name of a known enum value; unknown numbers are refused."""
+    member = enum.__members__.get(getattr(value, "name", None) or "")
+    if member is None or int(member) != int(value):
+        known = {int(m): name for name, m in enum.__members__.items()}
+        if int(value) not in known:
+            raise invalid(field, f"{field} has an unknown value")
+        return known[int(value)]
+    return str(member.name)
 
 
 def validate_create(
