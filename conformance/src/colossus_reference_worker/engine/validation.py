@@ -46,7 +46,7 @@ def _enum_name(enum: Any, value: int, field: str) -> str:
         known = {int(m): name for name, m in enum.__members__.items()}
         if int(value) not in known:
             raise invalid(field, f"{field} has an unknown value")
-        return known[int(value)]
+        return str(known[int(value)])
     return str(member.name)
 
 

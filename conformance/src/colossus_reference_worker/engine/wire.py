@@ -21,7 +21,6 @@ from .._gen.colossus.api.v1alpha1 import (
 )
 from . import views
 
-
 _SMALL = [bytes([n]) for n in range(128)]
 
 
