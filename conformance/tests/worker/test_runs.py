@@ -375,3 +375,35 @@ def test_unknown_enum_values_are_refused(shared_worker):
                                             pb.rs.CreateRunResponse),
                         OK.INVALID_ARGUMENT, "FIELD_INVALID")
     assert meta["field"] == "mode"
+
+
+def _upload(worker, client, media_type, data):
+    import hashlib
+
+    from colossus.api.v1alpha1 import artifacts_pb2, artifacts_pb2_grpc
+
+    stub = artifacts_pb2_grpc.ArtifactServiceStub(client.channel)
+    manifest = artifacts_pb2.ArtifactManifest(
+        media_type=media_type, size_bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    messages = [artifacts_pb2.UploadArtifactRequest(manifest=manifest),
+                artifacts_pb2.UploadArtifactRequest(chunk=data)]
+    return stub.UploadArtifact(iter(messages), metadata=client.md).artifact.artifact_id
+
+
+def test_artifact_input_parts(shared_worker):
+    c = shared_worker.client("app1")
+    text_id = _upload(shared_worker, c, "text/plain", b"notes")
+    image_id = _upload(shared_worker, c, "image/png", b"\x89PNG....")
+
+    def create(artifact_id, client=c):
+        return client.runs.CreateRun(pb.rs.CreateRunRequest(
+            idempotency_key=key(), input=[S.InputPart(text="read this"),
+                                          S.InputPart(artifact=S.ArtifactReference(
+                                              artifact_id=artifact_id))]), metadata=client.md)
+
+    run = create(text_id).run
+    assert c.wait_status(run.run_id, S.RUN_STATUS_SUCCEEDED).result.output_text == "read this"
+    expect_error(lambda: create(image_id), OK.INVALID_ARGUMENT, "ARTIFACT_NOT_ACCEPTED")
+    expect_error(lambda: create(text_id, shared_worker.client("app2")), OK.NOT_FOUND,
+                 "ARTIFACT_NOT_FOUND")
+    expect_error(lambda: create("../etc/passwd"), OK.NOT_FOUND, "ARTIFACT_NOT_FOUND")
