@@ -44,6 +44,11 @@ class _GrpcServer(Server):
     def _protocol_factory(self) -> Any:
         return self._listener.factory(super()._protocol_factory)
 
+    def stop_accepting(self) -> None:
+        """Close the listening socket only; open connections keep being served."""
+        if self._server is not None:
+            self._server.close()
+
 
 @dataclass
 class Workspace:
@@ -112,6 +117,10 @@ class RunningWorker:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        # Graceful order: no new connections, then withdraw discovery, then let the
+        # engine end watches with UNAVAILABLE and finish its appends.
+        if isinstance(self._server, _GrpcServer):
+            self._server.stop_accepting()
         if self._discovery is not None:
             self._discovery.withdraw()
         await self._engine.shutdown()
