@@ -197,7 +197,18 @@ def _administer(args: argparse.Namespace, config: WorkerConfig) -> int:
         book.activate(cred.credential_id)
         extra = {}
         if old is not None:
-            book.revoke(old.credential_id)
+            try:
+                book.revoke(old.credential_id)
+            except Exception as exc:
+                # The replacement is active; name both so an operator can reconcile.
+                sys.stderr.write(
+                    f"colossus-reference-worker: error: {cred.credential_id} is active but "
+                    f"revoking {old.credential_id} failed ({type(exc).__name__}); "
+                    "revoke it again\n"
+                )
+                _print_credential(args, cred, identity.instance_id, identity.certificate_sha256,
+                                  {"unrevoked_credential_id": old.credential_id})
+                return 1
             extra = {"revoked_credential_id": old.credential_id}
         _print_credential(args, cred, identity.instance_id, identity.certificate_sha256, extra)
         return 0
@@ -260,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTEGRITY
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
+        sys.stderr.write(f"colossus-reference-worker: error: unexpected failure "
+                         f"({type(exc).__name__}); rerun with --log-level DEBUG for details\n")
+        return 1
 
 
 if __name__ == "__main__":
