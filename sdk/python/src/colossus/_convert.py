@@ -135,8 +135,10 @@ def run(pb: runs_pb2.Run) -> m.Run:
     )
 
 
-def run_event(pb: runs_pb2.RunEvent) -> m.RunEvent:
-    kind = pb.WhichOneof("payload")
+def run_event(pb: runs_pb2.RunEvent, kind: str | None = "") -> m.RunEvent:
+    """Converts one event; ``kind`` is its payload name when the caller already read it."""
+    if kind == "":
+        kind = pb.WhichOneof("payload")
     payload: m.EventPayload | None
     if kind == "output_delta":
         payload = m.OutputDelta(pb.output_delta.text)

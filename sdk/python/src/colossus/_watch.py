@@ -63,10 +63,6 @@ class AsyncBackend(Protocol):
     async def connection(self) -> AsyncConnection: ...
 
 
-def _is_terminal(event: runs_pb2.RunEvent) -> bool:
-    return event.WhichOneof("payload") == "terminated"
-
-
 def _reconnect_info(
     core: WatchCore[Any], resume: Resume, cause: ColossusError | None
 ) -> ReconnectInfo:
@@ -233,11 +229,12 @@ class Watch:
                         event = response.event
                         if watchdog is not None:
                             watchdog.last_activity = time.monotonic()
+                        kind = event.WhichOneof("payload")
                         verdict = core.on_event(
-                            event.run_id, event.sequence, event, terminal=_is_terminal(event)
+                            event.run_id, event.sequence, event, terminal=kind == "terminated"
                         )
                         if verdict is Verdict.DELIVER:
-                            yield _convert.run_event(event)
+                            yield _convert.run_event(event, kind)
                 except grpc.RpcError as exc:
                     if watchdog is not None and watchdog.fired:
                         raise WatchIdleTimeoutError(
@@ -378,11 +375,12 @@ class AsyncWatch:
                     if response is _EOF:
                         break
                     event = response.event
+                    kind = event.WhichOneof("payload")
                     verdict = core.on_event(
-                        event.run_id, event.sequence, event, terminal=_is_terminal(event)
+                        event.run_id, event.sequence, event, terminal=kind == "terminated"
                     )
                     if verdict is Verdict.DELIVER:
-                        yield _convert.run_event(event)
+                        yield _convert.run_event(event, kind)
             except grpc.RpcError as exc:
                 if self._closed:
                     return

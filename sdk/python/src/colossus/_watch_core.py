@@ -9,7 +9,6 @@ the run is.
 from __future__ import annotations
 
 import enum
-from collections import deque
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -60,7 +59,6 @@ class WatchCore(Generic[C]):
         "_policy",
         "_progressed",
         "_recent",
-        "_recent_index",
         "_terminal_sequence",
         "last_sequence",
         "run_id",
@@ -70,8 +68,9 @@ class WatchCore(Generic[C]):
         self.run_id = run_id
         self.last_sequence = after_sequence
         self._policy = policy
-        self._recent: deque[tuple[int, C]] = deque(maxlen=REPLAY_WINDOW)
-        self._recent_index: dict[int, C] = {}
+        # Delivered sequences are contiguous, so the window is exactly the last
+        # REPLAY_WINDOW sequences up to last_sequence.
+        self._recent: dict[int, C] = {}
         self._terminal_sequence: int | None = None
         self._attempt = 0
         self._delays: Iterator[float] = policy.delays()
@@ -89,7 +88,7 @@ class WatchCore(Generic[C]):
                 "the watch delivered an event of another run", reason="WATCH_WRONG_RUN"
             )
         if sequence <= self.last_sequence:
-            seen = self._recent_index.get(sequence)
+            seen = self._recent.get(sequence)
             if seen is None:
                 # Older than the replay window, or at/before a cursor the caller supplied:
                 # its content cannot be compared, so it cannot be accepted as a replay.
@@ -114,11 +113,9 @@ class WatchCore(Generic[C]):
                 reason="WATCH_GAP",
                 metadata={"expected": str(self.last_sequence + 1), "received": str(sequence)},
             )
-        if len(self._recent) == REPLAY_WINDOW:
-            old_sequence, _ = self._recent[0]
-            del self._recent_index[old_sequence]
-        self._recent.append((sequence, content))
-        self._recent_index[sequence] = content
+        recent = self._recent
+        recent[sequence] = content
+        recent.pop(sequence - REPLAY_WINDOW, None)
         self.last_sequence = sequence
         if terminal:
             self._terminal_sequence = sequence
