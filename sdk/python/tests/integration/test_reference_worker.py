@@ -331,3 +331,44 @@ def test_no_bearer_in_any_log_or_error_of_a_full_run(
     assert len(texts) > 8
     for text in texts:
         assert enrollment.bearer not in text
+
+
+def test_artifact_round_trip_and_input_part(client: colossus.Client) -> None:
+    if not client.server_info.has_capability("artifacts"):
+        pytest.skip("this worker build does not advertise artifacts")
+    data = b"colossus artifact payload\n" * 5000
+    artifact = client.artifacts.upload(data, media_type="text/plain", display_name="notes.txt")
+    assert artifact.size_bytes == len(data)
+    downloaded = client.artifacts.download(artifact.artifact_id)
+    assert downloaded.data == data and downloaded.artifact.sha256 == artifact.sha256
+    if client.server_info.has_capability("attachments.text"):
+        run = client.runs.create(["summarise this", artifact]).run
+        assert list(client.runs.watch(run.run_id))[-1].is_terminal
+
+
+def test_sidecar_restart_after_a_crash_keeps_runs(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    assert EXECUTABLE is not None
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    sidecar = colossus.SidecarOptions(
+        executable=EXECUTABLE,
+        application_id="sdk-restart",
+        state_dir=state,
+        retry=colossus.RetryPolicy(max_attempts=8, initial_backoff=0.2, max_backoff=1.0),
+        restart_backoff=colossus.RetryPolicy(max_attempts=4, initial_backoff=0.05, max_backoff=0.1),
+    )
+    with colossus.Client.start_sidecar(sidecar) as c:
+        run = c.runs.create("before the crash").run
+        assert list(c.runs.watch(run.run_id))[-1].is_terminal
+        supervisor = c._backend._supervisor  # type: ignore[union-attr]
+        old_pid = supervisor.process.pid
+        os.kill(old_pid, signal.SIGKILL)
+        time.sleep(0.5)
+        again = c.runs.get(run.run_id)  # a read: retried after the restart
+        assert again.status is colossus.RunStatus.SUCCEEDED
+        assert supervisor.process.pid != old_pid
+        assert supervisor.restarts == 1
