@@ -407,3 +407,13 @@ def test_artifact_input_parts(shared_worker):
     expect_error(lambda: create(text_id, shared_worker.client("app2")), OK.NOT_FOUND,
                  "ARTIFACT_NOT_FOUND")
     expect_error(lambda: create("../etc/passwd"), OK.NOT_FOUND, "ARTIFACT_NOT_FOUND")
+
+
+def test_cancelled_research_run_has_no_report(shared_worker):
+    c = shared_worker.client("app1")
+    run = c.create(key(), script("sleep forever", "research"), mode=S.RUN_MODE_RESEARCH,
+                   research=S.ResearchOptions(depth=1, lanes=[S.EVIDENCE_LANE_MCP])).run
+    c.wait_status(run.run_id, S.RUN_STATUS_RUNNING)
+    c.cancel(run.run_id)
+    final = c.wait_status(run.run_id, S.RUN_STATUS_CANCELLED)
+    assert not final.result.HasField("research")

@@ -73,8 +73,13 @@ class Executor:
         """Execute from ``start_pc``; returns the result of a SUCCEEDED run."""
         research: dict[str, Any] | None = None
         if self._steps is None:
-            research = await self._default(ctx)
+            if start_pc == 0:
+                research = await self._default(ctx)
+            elif self._creation["mode"] == "RESEARCH":  # resumed after the report
+                research = self._research_result()
         else:
+            if any(step.op == "research" for step in self._steps[:start_pc]):
+                research = self._research_result()  # deterministic: same as before the stop
             for pc in range(start_pc, len(self._steps)):
                 step = self._steps[pc]
                 outcome = await self._step(ctx, step, pc)
@@ -88,8 +93,8 @@ class Executor:
         if plan is not None:
             out["plan"] = {"plan_id": plan["plan_id"], "revision": plan["revision"],
                            "status": "DRAFT"}
-        if self._creation["mode"] == "RESEARCH":
-            out["research"] = research or self._research_result()
+        if research is not None:  # only a run that produced its report carries one
+            out["research"] = research
         return out
 
     async def _step(self, ctx: RunContext, step: Step, pc: int) -> dict[str, Any] | None:
