@@ -168,11 +168,12 @@ def run_event(pb: runs_pb2.RunEvent, kind: str | None = "") -> m.RunEvent:
         )
     else:
         payload = None
+    ts = pb.event_time
     return m.RunEvent(
-        run_id=pb.run_id,
-        sequence=pb.sequence,
-        event_time=_time(pb.event_time, pb.HasField("event_time")),
-        payload=payload,
+        pb.run_id,
+        pb.sequence,
+        payload,
+        ts.seconds * 1_000_000 + ts.nanos // 1000 if pb.HasField("event_time") else None,
     )
 
 

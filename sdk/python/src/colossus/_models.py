@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Union
 
 # --- enums ------------------------------------------------------------------------------
@@ -359,6 +359,9 @@ EventPayload = Union[  # noqa: UP007 - a runtime alias usable on Python 3.10
 ]
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 @dataclass(frozen=True, slots=True)
 class RunEvent:
     """One entry of a run's ordered history. ``payload`` is ``None`` for a kind this SDK
@@ -366,8 +369,16 @@ class RunEvent:
 
     run_id: str
     sequence: int
-    event_time: datetime | None
     payload: EventPayload | None
+    event_time_us: int | None = None
+    """When the worker recorded the event, in microseconds since the Unix epoch (UTC)."""
+
+    @property
+    def event_time(self) -> datetime | None:
+        """``event_time_us`` as an aware UTC datetime (built on access: watches stay cheap)."""
+        if self.event_time_us is None:
+            return None
+        return _EPOCH + timedelta(microseconds=self.event_time_us)
 
     @property
     def is_terminal(self) -> bool:
