@@ -80,3 +80,16 @@ def test_reconcile() -> None:
     assert fresh.on_clean_close(_run(runs_pb2.RUN_STATUS_RUNNING, 1)) is CloseAction.RESUME
     with pytest.raises(colossus.ProtocolViolationError):
         fresh.on_clean_close(_run(runs_pb2.RUN_STATUS_RUNNING, 0))
+
+
+def test_event_time_is_exact_and_utc() -> None:
+    from datetime import datetime, timezone
+
+    from fake_worker import output_event
+
+    pb = output_event("run_1", 1)
+    assert _convert.run_event(pb).event_time is None
+    pb.event_time.seconds, pb.event_time.nanos = 1_795_993_195, 257_167_999
+    event = _convert.run_event(pb)
+    assert event.event_time == datetime(2026, 11, 29, 22, 59, 55, 257167, tzinfo=timezone.utc)
+    assert event.event_time_us == 1_795_993_195_257_167
