@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# This folder is a package (so its conftest never clashes with tests/worker's); its
+# helper modules are imported by plain name, so put the folder itself on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from worker_harness import FaultControl, Worker, enroll, private_dir
 
 

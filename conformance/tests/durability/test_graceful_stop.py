@@ -66,3 +66,42 @@ def test_sigterm_with_no_clients_is_quick(short_tmp):
     assert worker.terminate() == 0
     assert time.monotonic() - t0 < 5
     assert not (pub / "endpoint.json").exists()
+
+
+def test_waiting_run_survives_a_graceful_stop_but_not_a_crash(short_tmp):
+    """INTERRUPTED is for unclean stops: after SIGTERM the question stays answerable."""
+    from worker_harness import run_service_pb2
+
+    pub = private_dir(short_tmp / "pub-stop-waiting")
+    bearer = enroll(pub, "app")
+    worker = Worker.start(pub)
+    with worker.client(bearer) as c:
+        kept = c.create("kept", script("say hi", "ask Keep going? | yes | no", "say done")).run
+        lost = c.create("lost", script("ask Again? | yes | no", "say never")).run
+        asked = c.wait_status(kept.run_id, {3}).pending_interaction.interaction_id
+        c.wait_status(lost.run_id, {3})
+    assert worker.terminate() == 0
+
+    worker = Worker.start(pub)
+    try:
+        with worker.client(bearer) as c:
+            run = c.get(kept.run_id)
+            assert run.status == 3 and run.pending_interaction.interaction_id == asked
+            c.runs.RespondInteraction(run_service_pb2.RespondInteractionRequest(
+                run_id=kept.run_id, interaction_id=asked,
+                prompt=run_service_pb2.PromptAnswer(choice="yes")),
+                metadata=c.metadata, timeout=10)
+            done = c.wait_status(kept.run_id, {5})
+            assert done.result.output_text == "hidone"
+            kinds = [e.event.WhichOneof("payload") for e in c.watch(kept.run_id, timeout=10)]
+            assert kinds.count("interaction_requested") == 1
+            assert c.get(lost.run_id).status == 3  # still waiting too
+    finally:
+        worker.kill()  # unclean this time
+
+    worker = Worker.start(pub)
+    try:
+        with worker.client(bearer) as c:
+            assert c.get(lost.run_id).status == 8  # INTERRUPTED after the crash
+    finally:
+        worker.terminate()

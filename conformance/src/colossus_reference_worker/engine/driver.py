@@ -82,6 +82,16 @@ class RunDriver:
             kept = tail.head.payload.get("private") or {}
             if kept.get("answer_pc") == pc and "answer" in kept:
                 return kept["answer"]
+            # Re-attached after a graceful restart while this very question was open:
+            # wait for its answer again rather than asking a second time.
+            current = tail.state
+            if (current["status"] == "WAITING_FOR_INPUT" and current["pending"] is not None
+                    and current["pc"] == pc):
+                self.answer = asyncio.get_running_loop().create_future()
+                try:
+                    return await self.answer
+                finally:
+                    self.answer = None
         state = self.engine.state_of(self.run_id)
         interaction["id"] = f"ix_{state['last_sequence'] + 2}"
         interaction["create_time"] = now_us()

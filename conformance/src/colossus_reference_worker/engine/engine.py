@@ -29,7 +29,7 @@ from .limits import CreateRateLimiter, Gate
 from .listing import list_runs
 from .model import TERMINAL, Event, State, initial_state, replay_check
 from .pagination import TokenCodec
-from .recovery import recover
+from .recovery import mark_clean_stop, recover
 from .runs import EventLimitReached, FullRun, RunStore, RunTail, now_us
 from .validation import OPAQUE_ID, ArtifactLookup, validate_create
 
@@ -355,5 +355,7 @@ class RunEngine:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        # Every driver has stopped appending: tell the next start this stop was graceful.
+        mark_clean_stop(self)
 
 

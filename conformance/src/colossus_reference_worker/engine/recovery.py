@@ -2,7 +2,9 @@
 
 * ``QUEUED`` runs, and ``RUNNING`` runs that recorded no effect, resume at
   their next script step under the grant captured when they were accepted;
-* ``WAITING_FOR_INPUT`` runs close their interaction and become ``INTERRUPTED``;
+* ``WAITING_FOR_INPUT`` runs close their interaction and become ``INTERRUPTED``
+  (after a *graceful* stop, recorded by :func:`mark_clean_stop`, they keep
+  waiting on the same interaction instead);
 * ``CANCELLING`` runs become ``CANCELLED``;
 * runs that may have started an effect become ``OUTCOME_UNKNOWN``.
 
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalIntegrityError
 from .model import TERMINAL
+from .runs import now_us
 
 if TYPE_CHECKING:
     from .engine import RunEngine
@@ -25,12 +28,39 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# One record per start and per graceful stop; the head says how the last process ended.
+LIFECYCLE_STREAM = "worker:lifecycle"
+
+
+def _last_stop_was_clean(engine: RunEngine) -> bool:
+    """Whether the previous process stopped gracefully; records this start first.
+
+    The start is recorded before any run is touched, so a crash during recovery
+    or serving leaves a head that says "unclean" to the next start.
+    """
+    journal = engine.store.journal
+    head = journal.head(LIFECYCLE_STREAM)
+    clean = head is not None and head.kind == "worker.stopped"
+    journal.append(LIFECYCLE_STREAM, 1 if head is None else head.version + 1,
+                   "worker.started", {"time": now_us()}, head)
+    return clean
+
+
+def mark_clean_stop(engine: RunEngine) -> None:
+    """Record a graceful stop; call after the last run append of this process."""
+    journal = engine.store.journal
+    head = journal.head(LIFECYCLE_STREAM)
+    journal.append(LIFECYCLE_STREAM, 1 if head is None else head.version + 1,
+                   "worker.stopped", {"time": now_us()}, head)
+
+
 def recover(engine: RunEngine) -> dict[str, int]:
     """Settle or resume every run a previous process left non-terminal."""
     counts: dict[str, int] = defaultdict(int)
+    clean = _last_stop_was_clean(engine)
     for run_id in engine.store.all_run_ids():
         try:
-            counts[_recover_one(engine, run_id)] += 1
+            counts[_recover_one(engine, run_id, clean)] += 1
         except JournalIntegrityError:
             # Loud, but contained: every read of this run fails with DATA_LOSS.
             log.error("run %s failed journal verification; it is left unreadable", run_id)
@@ -38,7 +68,7 @@ def recover(engine: RunEngine) -> dict[str, int]:
     counts.pop("terminal", None)
     return dict(counts)
 
-def _recover_one(engine: RunEngine, run_id: str) -> str:
+def _recover_one(engine: RunEngine, run_id: str, clean: bool) -> str:
     tail = engine.store.tail(run_id)
     assert tail is not None
     status = tail.state["status"]
@@ -57,6 +87,11 @@ def _recover_one(engine: RunEngine, run_id: str) -> str:
         engine.active[app].add(run_id)
         engine._start_driver(creation, state["pc"], output)
         return "resumed"
+    if status == "WAITING_FOR_INPUT" and clean and state["pending"] is not None:
+        # A graceful stop: the question is still open and can still be answered.
+        engine.active[app].add(run_id)
+        engine._start_driver(creation, state["pc"], output)
+        return "waiting"
     if status == "WAITING_FOR_INPUT":
         if state["pending"] is not None:
             engine.append(run_id, {"type": "interaction_resolved",

@@ -121,6 +121,11 @@ class RunStore:
             replay_check(before, payload)
         return RunTail(creation, head, payload["state"])
 
+    @property
+    def journal(self) -> Journal:
+        """The journal holding every stream (for worker-level records)."""
+        return self._journal
+
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """Commit several appends (of one or more runs) together or not at all."""
         return self._journal.transaction()

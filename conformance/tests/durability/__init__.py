@@ -1,0 +1,1 @@
+"""Durability, fault-injection, sidecar and artifact tests of the reference worker."""
