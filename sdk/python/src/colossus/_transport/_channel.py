@@ -30,11 +30,6 @@ def channel_options(max_receive: int, max_send: int) -> Sequence[tuple[str, obje
         # A channel never shares a connection with another channel of the process, so the
         # connection this client uses is one it opened itself.
         ("grpc.use_local_subchannel_pool", 1),
-        # Server streams (WatchRun, DownloadArtifact) are read by the calling thread itself
-        # instead of being handed over from grpcio's polling thread: one GIL hand-off less
-        # per event. Cancelling from another thread still works. The asyncio channel
-        # ignores this option.
-        ("grpc.experimental.single_threaded_unary_stream", 1),
     )
 
 
