@@ -6,6 +6,7 @@ private worker the SDK starts. The generated bindings stay importable for advanc
 ``colossus.api.v1alpha1``; nothing public here exposes them.
 """
 
+from ._artifacts import Artifacts, AsyncArtifacts
 from ._client import AsyncClient, Client
 from ._credentials import CredentialProvider, InMemoryCredentialProvider, KeyringCredentialProvider
 from ._errors import (
@@ -83,6 +84,7 @@ from ._models import (
 )
 from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._pagination import AsyncRunPager, RunPager
+from ._runs import AsyncRuns, Runs
 from ._watch import AsyncWatch, ReconnectInfo, Watch
 
 __version__ = "0.1.0a1"
@@ -96,8 +98,11 @@ __all__ = [
     "Artifact",
     "ArtifactIntegrityError",
     "ArtifactPart",
+    "Artifacts",
+    "AsyncArtifacts",
     "AsyncClient",
     "AsyncRunPager",
+    "AsyncRuns",
     "AsyncWatch",
     "AuthenticationError",
     "CapabilityMissingError",
@@ -157,6 +162,7 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "RunTerminated",
+    "Runs",
     "ServerInfo",
     "SidecarError",
     "SidecarOptions",
