@@ -84,6 +84,21 @@ class CrashLoopReport:
         self.problems.append(message)
 
 
+_TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def _retry(call: Any, *args: Any) -> Any:
+    """Checks must not mistake a slow moment on a loaded machine for a lost record."""
+    for attempt in range(4):
+        try:
+            return call(*args)
+        except grpc.RpcError as err:
+            if err.code() not in _TRANSIENT or attempt == 3:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
 def _create(client: Client, key: str, kind: str) -> Any:
     req = run_service_pb2.CreateRunRequest(
         idempotency_key=key, input=[runs_pb2.InputPart(text=program(kind))])
@@ -151,7 +166,7 @@ def _check_acknowledged(client: Client, ledger: Ledger, keys: list[str],
     for key in keys:
         run_id, kind = ledger.created[key]
         try:
-            again = _create(client, key, kind)
+            again = _retry(_create, client, key, kind)
         except grpc.RpcError as err:
             report.lost += 1
             report.fail(f"replay of {key} failed: {err.code()}")
@@ -169,7 +184,7 @@ def _settle(client: Client, ledger: Ledger, report: CrashLoopReport, timeout: fl
     pending = set(runs)
     while pending and time.monotonic() < deadline:
         for run_id in list(pending):
-            run = client.get(run_id)
+            run = _retry(client.get, run_id)
             if run.status in TERMINAL or run.status == WAITING:
                 final[run_id] = run
                 pending.discard(run_id)
@@ -180,7 +195,7 @@ def _settle(client: Client, ledger: Ledger, report: CrashLoopReport, timeout: fl
     for run_id, run in final.items():
         kind = runs[run_id]
         report.statuses[runs_pb2.RunStatus.Name(run.status)] += 1
-        events = history(client, run_id, run.last_sequence)
+        events = _retry(history, client, run_id, run.last_sequence)
         seqs = [e.sequence for e in events]
         if seqs != list(range(1, run.last_sequence + 1)):
             report.fail(f"{run_id}: sequence holes or repeats")
@@ -251,7 +266,7 @@ def _check_recovery(client: Client, crashed: dict[str, tuple[str, bool]],
         if status in ("SUCCEEDED", "FAILED", "CANCELLED", "INTERRUPTED", "OUTCOME_UNKNOWN"):
             continue
         report.recovered[status + (" after an effect" if effect else "")] += 1
-        now = client.get(run_id).status
+        now = _retry(client.get, run_id).status
         if status == "RUNNING" and effect:
             if now != OUTCOME_UNKNOWN:
                 report.fail(f"{run_id}: RUNNING after an effect recovered as {now}")
