@@ -83,21 +83,22 @@ def bench_appends(root: Path, big_events: int, samples: int, cancels: int) -> di
                 for name in order:
                     run = _wait_waiting(c, runs[name].run_id)
                     times[name].append(_respond(c, run))
-            # Cancel: fresh waiting runs of both sizes, cancelled alternately.
-            cancel_runs: dict[str, list[str]] = {"small": [], "big": []}
-            for i in range(cancels):
-                cancel_runs["small"].append(c.create(f"cs{i}", script(
-                    *["say s"] * 8, "ask Q | a | b")).run.run_id)
-                cancel_runs["big"].append(c.create(f"cb{i}", script(
-                    f"repeat {big_events} say b", "ask Q | a | b")).run.run_id)
+            # Cancel: one fresh waiting run of each size per round, created only once
+            # the previous round is done (so no run is busy while another is timed),
+            # cancelled in alternating order.
             cancel_at = {"small": 0, "big": 0}
             cancel_times: dict[str, list[float]] = {"small": [], "big": []}
             for i in range(cancels):
+                fresh = {
+                    "small": c.create(f"cs{i}", script(*["say s"] * 8, "ask Q | a | b")).run,
+                    "big": c.create(f"cb{i}", script(f"repeat {big_events} say b",
+                                                     "ask Q | a | b")).run,
+                }
+                waiting = {name: _wait_waiting(c, run.run_id) for name, run in fresh.items()}
                 for name in (("small", "big") if i % 2 else ("big", "small")):
-                    run = _wait_waiting(c, cancel_runs[name][i])
-                    cancel_at[name] = run.last_sequence
+                    cancel_at[name] = waiting[name].last_sequence
                     t0 = time.perf_counter()
-                    c.cancel(run.run_id)
+                    c.cancel(waiting[name].run_id)
                     cancel_times[name].append(time.perf_counter() - t0)
     finally:
         worker.terminate()

@@ -256,13 +256,16 @@ class RunEngine:
         state = tail.state
         if state["status"] in TERMINAL or state["status"] == "CANCELLING":
             return tail.creation, state
-        if state["pending"] is not None:
-            self.append(run_id, {"type": "interaction_resolved",
-                                 "interaction_id": state["pending"]["id"],
-                                 "outcome": "CANCELLED"})
-            state = self.state_of(run_id)
-        self.append(run_id, {"type": "status", "previous": state["status"],
-                             "status": "CANCELLING"})
+        # Closing the interaction and entering CANCELLING commit together, so a crash
+        # never leaves a waiting run whose question is already closed.
+        with self.store.transaction():
+            if state["pending"] is not None:
+                self.append(run_id, {"type": "interaction_resolved",
+                                     "interaction_id": state["pending"]["id"],
+                                     "outcome": "CANCELLED"})
+                state = self.state_of(run_id)
+            self.append(run_id, {"type": "status", "previous": state["status"],
+                                 "status": "CANCELLING"})
         driver = self.drivers.get(run_id)
         if driver is not None:
             driver.request_cancel()
