@@ -231,3 +231,23 @@ def test_close_from_another_thread_ends_a_blocked_watch(
     assert _seqs(watch) == [1]
     assert time.monotonic() - started < 3
     timer.join()
+
+
+def test_sync_streams_are_read_on_the_calling_thread(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
+    # grpcio only honours the exact key; a misspelt option would be ignored silently and
+    # every event would again be handed over from the polling thread.
+    import grpc.experimental
+
+    from colossus._transport._channel import sync_channel_options
+
+    keys = [key for key, _ in sync_channel_options(1024, 1024)]
+    assert grpc.experimental.ChannelOptions.SingleThreadedUnaryStream in keys
+    fake.b.watch_scripts = [[("event", e) for e in _events(2)]]
+    _finished(fake, 2)
+    watch = client.runs.watch(RUN)
+    assert _seqs(watch) == [1, 2]
+    # The watch read its stream through grpcio's single-threaded iterator.
+    conn = client._backend.connection()  # type: ignore[attr-defined]
+    assert type(conn.runs.WatchRun).__name__ == "_SingleThreadedUnaryStreamMultiCallable"
