@@ -61,7 +61,10 @@ class Journal:
         os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        # FULL: every acknowledged commit is on disk before the RPC answers, so an
+        # OS crash or power loss cannot take back a run or idempotency claim the
+        # client was told about. NORMAL would only survive a process kill.
+        self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
         self._in_tx = False
         # How many records have had their hash checked; tests use it to show that a
