@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from enum import Enum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf import timestamp_pb2
 
@@ -135,46 +137,88 @@ def run(pb: runs_pb2.Run) -> m.Run:
     )
 
 
-def run_event(pb: runs_pb2.RunEvent, kind: str | None = "") -> m.RunEvent:
-    """Converts one event; ``kind`` is its payload name when the caller already read it."""
-    if kind == "":
-        kind = pb.WhichOneof("payload")
-    payload: m.EventPayload | None
-    if kind == "output_delta":
-        payload = m.OutputDelta(pb.output_delta.text)
-    elif kind == "status_changed":
-        payload = m.StatusChanged(
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot descriptors' setters of a frozen slots dataclass, checked against its fields.
+
+    The watch builds its two hottest models (``RunEvent``, ``OutputDelta``) with
+    ``object.__new__`` plus these setters instead of the generated ``__init__``, whose
+    frozen ``object.__setattr__`` per field costs about as much as the rest of the
+    conversion. The result is the same immutable instance (``==``, ``hash``, ``repr`` and
+    assignment errors all come from the class). This is sound only while the class has
+    exactly these fields and no ``__post_init__``; the check below fails the import if
+    either changes.
+    """
+    fields = tuple(f.name for f in dataclasses.fields(cls))
+    if fields != names or hasattr(cls, "__post_init__") or "__slots__" not in vars(cls):
+        raise TypeError(f"{cls.__name__} no longer fits the watch's fast construction")
+    return tuple(getattr(cls, name).__set__ for name in names)
+
+
+_new = object.__new__
+_set_event_run_id, _set_event_sequence, _set_event_payload, _set_event_time = _slot_setters(
+    m.RunEvent, ("run_id", "sequence", "payload", "event_time_us")
+)
+(_set_delta_text,) = _slot_setters(m.OutputDelta, ("text",))
+
+
+def _payload(pb: runs_pb2.RunEvent, kind: str | None) -> m.EventPayload | None:
+    if kind == "status_changed":
+        return m.StatusChanged(
             _enum(m.RunStatus, pb.status_changed.previous_status),
             _enum(m.RunStatus, pb.status_changed.status),
         )
-    elif kind == "tool_activity":
+    if kind == "tool_activity":
         t = pb.tool_activity
-        payload = m.ToolActivity(
+        return m.ToolActivity(
             t.activity_id,
             _enum(m.ActionClass, t.action_class),
             t.display_category,
             _enum(m.ToolActivityPhase, t.phase),
         )
-    elif kind == "interaction_requested":
-        payload = m.InteractionRequested(interaction(pb.interaction_requested.interaction))
-    elif kind == "interaction_resolved":
+    if kind == "interaction_requested":
+        return m.InteractionRequested(interaction(pb.interaction_requested.interaction))
+    if kind == "interaction_resolved":
         r = pb.interaction_resolved
-        payload = m.InteractionResolved(
+        return m.InteractionResolved(
             r.interaction_id, _enum(m.InteractionOutcome, r.outcome), r.choice
         )
-    elif kind == "terminated":
-        payload = m.RunTerminated(
+    if kind == "terminated":
+        return m.RunTerminated(
             _enum(m.RunStatus, pb.terminated.status), run_result(pb.terminated.result)
         )
+    # output_delta is built by the caller; anything else is a kind this SDK does not know.
+    return None
+
+
+def run_event(
+    pb: runs_pb2.RunEvent,
+    kind: str | None = "",
+    run_id: str | None = None,
+    sequence: int | None = None,
+) -> m.RunEvent:
+    """Converts one event.
+
+    ``kind`` (the payload name), ``run_id`` and ``sequence`` may be passed when the caller
+    already read them from ``pb``, so the watch reads each field once.
+    """
+    if kind == "":
+        kind = pb.WhichOneof("payload")
+    payload: m.EventPayload | None
+    if kind == "output_delta":
+        payload = _new(m.OutputDelta)
+        _set_delta_text(payload, pb.output_delta.text)
     else:
-        payload = None
-    ts = pb.event_time
-    return m.RunEvent(
-        pb.run_id,
-        pb.sequence,
-        payload,
-        ts.seconds * 1_000_000 + ts.nanos // 1000 if pb.HasField("event_time") else None,
-    )
+        payload = _payload(pb, kind)
+    event: m.RunEvent = _new(m.RunEvent)
+    _set_event_run_id(event, pb.run_id if run_id is None else run_id)
+    _set_event_sequence(event, pb.sequence if sequence is None else sequence)
+    _set_event_payload(event, payload)
+    if pb.HasField("event_time"):
+        ts = pb.event_time
+        _set_event_time(event, ts.seconds * 1_000_000 + ts.nanos // 1000)
+    else:
+        _set_event_time(event, None)
+    return event
 
 
 def artifact(pb: artifacts_pb2.Artifact) -> m.Artifact:

@@ -211,6 +211,7 @@ class Watch:
 
     def _events(self) -> Iterator[RunEvent]:
         core = self._core
+        run_event = _convert.run_event
         watchdog = _IdleWatchdog(self._idle_timeout) if self._idle_timeout else None
         try:
             while not self._closed:
@@ -230,11 +231,12 @@ class Watch:
                         if watchdog is not None:
                             watchdog.last_activity = time.monotonic()
                         kind = event.WhichOneof("payload")
+                        run_id, sequence = event.run_id, event.sequence
                         verdict = core.on_event(
-                            event.run_id, event.sequence, event, terminal=kind == "terminated"
+                            run_id, sequence, event, terminal=kind == "terminated"
                         )
                         if verdict is Verdict.DELIVER:
-                            yield _convert.run_event(event, kind)
+                            yield run_event(event, kind, run_id, sequence)
                 except grpc.RpcError as exc:
                     if watchdog is not None and watchdog.fired:
                         raise WatchIdleTimeoutError(
@@ -351,6 +353,7 @@ class AsyncWatch:
 
     async def _events(self) -> AsyncIterator[RunEvent]:
         core = self._core
+        run_event = _convert.run_event
         idle = self._idle_timeout
         while not self._closed:
             conn = await self._backend.connection()
@@ -376,11 +379,10 @@ class AsyncWatch:
                         break
                     event = response.event
                     kind = event.WhichOneof("payload")
-                    verdict = core.on_event(
-                        event.run_id, event.sequence, event, terminal=kind == "terminated"
-                    )
+                    run_id, sequence = event.run_id, event.sequence
+                    verdict = core.on_event(run_id, sequence, event, terminal=kind == "terminated")
                     if verdict is Verdict.DELIVER:
-                        yield _convert.run_event(event, kind)
+                        yield run_event(event, kind, run_id, sequence)
             except grpc.RpcError as exc:
                 if self._closed:
                     return

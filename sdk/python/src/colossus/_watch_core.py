@@ -83,6 +83,21 @@ class WatchCore(Generic[C]):
 
     def on_event(self, run_id: str, sequence: int, content: C, *, terminal: bool) -> Verdict:
         """Classifies one received event; raises on a contract violation."""
+        # The common case first: the next sequence of this run, before the terminal event.
+        # It passes every check below, so it is recorded exactly as the slow path would.
+        if (
+            sequence == self.last_sequence + 1
+            and self._terminal_sequence is None
+            and run_id == self.run_id
+        ):
+            recent = self._recent
+            recent[sequence] = content
+            recent.pop(sequence - REPLAY_WINDOW, None)
+            self.last_sequence = sequence
+            if terminal:
+                self._terminal_sequence = sequence
+            self._progressed = True
+            return Verdict.DELIVER
         if run_id != self.run_id:
             raise ProtocolViolationError(
                 "the watch delivered an event of another run", reason="WATCH_WRONG_RUN"

@@ -93,3 +93,97 @@ def test_event_time_is_exact_and_utc() -> None:
     event = _convert.run_event(pb)
     assert event.event_time == datetime(2026, 11, 29, 22, 59, 55, 257167, tzinfo=timezone.utc)
     assert event.event_time_us == 1_795_993_195_257_167
+
+
+def test_fast_path_keeps_every_check() -> None:
+    # The in-order shortcut must not let through what the full checks refuse.
+    c = core()
+    assert c.on_event("run_1", 1, "a", terminal=False) is Verdict.DELIVER
+    with pytest.raises(colossus.ProtocolViolationError) as info:
+        c.on_event("run_other", 2, "b", terminal=False)  # next sequence, wrong run
+    assert info.value.reason == "WATCH_WRONG_RUN"
+    assert c.last_sequence == 1
+    with pytest.raises(colossus.WatchGapError):
+        c.on_event("run_1", 3, "c", terminal=False)
+    assert c.on_event("run_1", 1, "a", terminal=False) is Verdict.DROP
+    with pytest.raises(colossus.ProtocolViolationError) as info:
+        c.on_event("run_1", 1, "altered", terminal=False)
+    assert info.value.reason == "WATCH_REPLAY_ALTERED"
+    assert c.on_event("run_1", 2, "t", terminal=True) is Verdict.DELIVER
+    assert c.finished_stream
+    assert c.on_event("run_1", 2, "t", terminal=True) is Verdict.DROP
+    with pytest.raises(colossus.ProtocolViolationError) as info:
+        c.on_event("run_1", 3, "after", terminal=False)  # next sequence after the terminal
+    assert info.value.reason == "WATCH_AFTER_TERMINAL"
+    with pytest.raises(colossus.ProtocolViolationError) as info:
+        c.on_event("run_1", 2, "t2", terminal=True)
+    assert info.value.reason == "WATCH_REPLAY_ALTERED"
+
+
+def test_fast_construction_equals_the_dataclass_constructor() -> None:
+    import dataclasses
+
+    from fake_worker import output_event, terminal_event
+
+    pb = output_event("run_1", 7, "hello")
+    pb.event_time.seconds, pb.event_time.nanos = 12, 345_678
+    for event, expected in [
+        (
+            _convert.run_event(pb),
+            colossus.RunEvent("run_1", 7, colossus.OutputDelta("hello"), 12_000_345),
+        ),
+        (
+            _convert.run_event(pb, "output_delta", "run_1", 7),
+            colossus.RunEvent("run_1", 7, colossus.OutputDelta("hello"), 12_000_345),
+        ),
+        (
+            _convert.run_event(output_event("run_1", 1, "x")),
+            colossus.RunEvent("run_1", 1, colossus.OutputDelta("x"), None),
+        ),
+        (
+            _convert.run_event(terminal_event("run_1", 2)),
+            colossus.RunEvent(
+                "run_1",
+                2,
+                colossus.RunTerminated(
+                    colossus.RunStatus.SUCCEEDED, colossus.RunResult(output_text="done")
+                ),
+                None,
+            ),
+        ),
+        (_convert.run_event(runs_pb2.RunEvent(run_id="run_1", sequence=3)), None),
+    ]:
+        if expected is None:
+            assert event.payload is None and event.sequence == 3
+            continue
+        assert event == expected
+        assert hash(event) == hash(expected)
+        assert repr(event) == repr(expected)
+        assert type(event) is colossus.RunEvent
+        assert type(event.payload) is type(expected.payload)
+    event = _convert.run_event(pb)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.sequence = 8  # type: ignore[misc]
+    assert isinstance(event.payload, colossus.OutputDelta)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.payload.text = "changed"  # type: ignore[misc]
+    # A new attribute is refused (the exact exception depends on the Python version, and is
+    # the same for an instance the constructor built).
+    with pytest.raises((AttributeError, TypeError)):
+        event.extra = 1  # type: ignore[attr-defined]
+
+
+def test_fast_construction_refuses_a_changed_model() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Checked:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    with pytest.raises(TypeError):
+        _convert._slot_setters(Checked, ("a",))
+    with pytest.raises(TypeError):
+        _convert._slot_setters(colossus.RunEvent, ("run_id", "sequence", "payload"))
