@@ -152,6 +152,8 @@ class FaultHooks(WorkerHooks):
             value = getattr(override, name)
             if value is not None:
                 setattr(info, name, value)
+        if override.capabilities is not None:
+            info.capabilities = list(override.capabilities)
         return info
 
     async def before_unary(self, method: str) -> None:

@@ -30,7 +30,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rpc_fail": (frozenset({"rpc", "code"}), frozenset({"after_commit", "count", "reason"})),
     "server_info": (
         frozenset(),
-        frozenset({"instance_id", "api_package", "api_major", "deployment_mode"}),
+        frozenset({"instance_id", "api_package", "api_major", "deployment_mode", "capabilities"}),
     ),
 }
 
@@ -81,6 +81,9 @@ class ServerInfoOverride:
     api_package: str | None = None
     api_major: int | None = None
     deployment_mode: int | None = None
+    # Replaces the whole advertised list, so a case can hide a capability the worker
+    # really has and check that the SDK refuses locally (S4).
+    capabilities: tuple[str, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -175,7 +178,13 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride:
             if text in obj and not isinstance(obj[text], str):
                 raise FaultSpecError(f"{text} must be a string")
         major = _int(obj, "api_major") if "api_major" in obj else None
+        capabilities = obj.get("capabilities")
+        if capabilities is not None and (
+            not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities)
+        ):
+            raise FaultSpecError("capabilities must be a list of strings")
         return ServerInfoOverride(
+            capabilities=None if capabilities is None else tuple(capabilities),
             instance_id=obj.get("instance_id"),
             api_package=obj.get("api_package"),
             api_major=major,
