@@ -331,8 +331,19 @@ class CaseRun:
             return {"run": run_view(client.runs.cancel(args["run_id"]))}, []
         if op == "list_runs":
             statuses = [colossus.RunStatus[s] for s in args.get("statuses", [])]
-            runs = list(client.runs.list(statuses=statuses, page_size=int(args.get("page_size", 0))))
-            return {"run_ids": [r.run_id for r in runs], "statuses": [_enum(r.status) for r in runs]}, []
+            pager = client.runs.list(statuses=statuses, page_size=int(args.get("page_size", 0)))
+            runs: list[colossus.Run] = []
+            created: list[str] = []
+            for number, page in enumerate(pager.pages()):
+                runs.extend(page.runs)
+                if number == 0:
+                    for script in args.get("create_after_first_page", []):
+                        created.append(client.runs.create(script).run.run_id)
+            return {
+                "run_ids": [r.run_id for r in runs],
+                "statuses": [_enum(r.status) for r in runs],
+                "created_run_ids": created,
+            }, []
         if op == "watch":
             return self.watch(client, args, report)
         if op == "respond":

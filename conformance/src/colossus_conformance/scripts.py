@@ -24,11 +24,18 @@ def render_step(step: dict[str, Any]) -> dict[str, Any]:
 
     Runner-side shorthands are expanded here so clients only ever see plain
     input parts: ``script`` (a run script), ``repeat_input`` (``{count, text}``:
-    that many identical text parts) and ``large_text`` (``{bytes}``: one text
-    part of exactly that many ASCII bytes).
+    that many identical text parts), ``large_text`` (``{bytes}``: one text
+    part of exactly that many ASCII bytes), and the scripts of a ``list_runs``
+    step's ``create_after_first_page``.
     """
     step = copy.deepcopy(step)
     args = step.get("args")
+    if step["op"] == "list_runs" and args and "create_after_first_page" in args:
+        # Each entry becomes the full text of one run's single input part.
+        args["create_after_first_page"] = [
+            render_script(script)[0]["text"] for script in args["create_after_first_page"]
+        ]
+        return step
     if step["op"] != "create_run" or not args:
         return step
     parts: list[dict[str, Any]] = []
