@@ -258,7 +258,7 @@ def rss_over_long_watch(events: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
