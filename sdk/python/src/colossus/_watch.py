@@ -30,7 +30,7 @@ from ._errors import (
 )
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
-from ._watch_core import CloseAction, Resume, Verdict, WatchCore
+from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
 from .api.v1alpha1 import run_service_pb2, runs_pb2
 
 log = logging.getLogger("colossus.watch")
@@ -235,7 +235,7 @@ class Watch:
                         verdict = core.on_event(
                             run_id, sequence, event, terminal=kind == "terminated"
                         )
-                        if verdict is Verdict.DELIVER:
+                        if verdict is DELIVER:
                             yield run_event(event, kind, run_id, sequence)
                 except grpc.RpcError as exc:
                     if watchdog is not None and watchdog.fired:
@@ -381,7 +381,7 @@ class AsyncWatch:
                     kind = event.WhichOneof("payload")
                     run_id, sequence = event.run_id, event.sequence
                     verdict = core.on_event(run_id, sequence, event, terminal=kind == "terminated")
-                    if verdict is Verdict.DELIVER:
+                    if verdict is DELIVER:
                         yield run_event(event, kind, run_id, sequence)
             except grpc.RpcError as exc:
                 if self._closed:
