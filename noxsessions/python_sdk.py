@@ -22,6 +22,10 @@ PIP = "--disable-pip-version-check"
 DEFAULT_SESSIONS = ["python_sdk_lint", "python_sdk_tests", "python_sdk_examples"]
 
 
+# The worker is installed into these sessions, so integration tests must run, never skip.
+REQUIRE_WORKER = {"COLOSSUS_REQUIRE_WORKER": "1"}
+
+
 def _install(session: nox.Session, *, worker: bool) -> None:
     session.install(PIP, "-r", str(SDK / "requirements-dev.txt"))
     session.install(PIP, "--no-deps", str(SDK))
@@ -36,6 +40,7 @@ def python_sdk_tests(session: nox.Session) -> None:
     session.run(
         "pytest", "-p", "no:cacheprovider", "-ra", "-q", str(SDK / "tests"),
         "--rootdir", str(SDK), "--ignore", str(SDK / "tests/test_examples.py"), *session.posargs,
+        env=REQUIRE_WORKER,
     )
 
 
@@ -56,6 +61,7 @@ def python_sdk_examples(session: nox.Session) -> None:
     session.run(
         "pytest", "-p", "no:cacheprovider", "-ra", "-q",
         str(SDK / "tests/test_examples.py"), "--rootdir", str(SDK), *session.posargs,
+        env=REQUIRE_WORKER,
     )
 
 

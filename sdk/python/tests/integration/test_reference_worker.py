@@ -334,8 +334,7 @@ def test_no_bearer_in_any_log_or_error_of_a_full_run(
 
 
 def test_artifact_round_trip_and_input_part(client: colossus.Client) -> None:
-    if not client.server_info.has_capability("artifacts"):
-        pytest.skip("this worker build does not advertise artifacts")
+    assert client.server_info.has_capability("artifacts")
     data = b"colossus artifact payload\n" * 5000
     artifact = client.artifacts.upload(data, media_type="text/plain", display_name="notes.txt")
     assert artifact.size_bytes == len(data)

@@ -26,11 +26,16 @@ ALL_SCOPES = (
 
 
 def find_worker() -> str | None:
-    """The worker executable: $COLOSSUS_REFERENCE_WORKER, else on PATH."""
+    """The worker executable: $COLOSSUS_REFERENCE_WORKER, else on PATH.
+
+    Where the worker must be present (the nox sessions set COLOSSUS_REQUIRE_WORKER=1),
+    a missing one is an error rather than a reason to skip the integration tests.
+    """
     explicit = os.environ.get("COLOSSUS_REFERENCE_WORKER")
-    if explicit:
-        return explicit
-    return shutil.which("colossus-reference-worker")
+    found = explicit or shutil.which("colossus-reference-worker")
+    if found is None and os.environ.get("COLOSSUS_REQUIRE_WORKER") == "1":
+        raise RuntimeError("COLOSSUS_REQUIRE_WORKER=1 but no colossus-reference-worker was found")
+    return found
 
 
 @dataclass(frozen=True)
