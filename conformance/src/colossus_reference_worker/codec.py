@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import betterproto2
 from grpclib.const import Status
@@ -12,6 +12,8 @@ from grpclib.encoding.base import CodecBase
 from grpclib.server import Stream
 
 from .errors import ApiError, invalid
+
+M = TypeVar("M", bound=betterproto2.Message)
 
 
 class BetterprotoCodec(CodecBase):
@@ -25,22 +27,17 @@ class BetterprotoCodec(CodecBase):
         return message_type.parse(data)
 
 
-async def read_request(
-    stream: Stream[Any, Any],
-    message_type: type[betterproto2.Message],
-    max_bytes: int,
-    guard: Callable[[bytes], None] | None = None,
-) -> Any:
-    """Read one request message, refusing oversize frames before buffering them.
+async def read_frame(stream: Stream[Any, Any], max_bytes: int) -> bytes | None:
+    """Read one gRPC length-prefixed frame, refusing an oversize one before buffering it.
 
-    The gRPC length prefix is checked against ``max_bytes`` first; the raw
-    bytes then pass ``guard`` (the wire-level checks) and only then are
-    decoded.
+    Returns None when the client ended its side of the stream cleanly before a frame.
     """
     raw = stream._stream  # grpclib exposes no hook at the length prefix
     meta = await raw.recv_data(5)
+    if not meta:
+        return None
     if len(meta) < 5:
-        raise invalid("request", "the request message is missing")
+        raise invalid("request", "the request message is truncated")
     compressed, length = struct.unpack(">?I", meta)
     if compressed:
         raise ApiError(Status.UNIMPLEMENTED, "FIELD_INVALID", "compressed messages are not supported",
@@ -53,9 +50,40 @@ async def read_request(
     data = await raw.recv_data(length)
     if len(data) != length:
         raise invalid("request", "the request message is truncated")
-    if guard is not None:
-        guard(data)
+    return data
+
+
+def parse_request(message_type: type[M], data: bytes) -> M:
+    """Decode one request message; anything undecodable is INVALID_ARGUMENT."""
     try:
         return message_type.parse(data)
     except Exception:
         raise invalid("request", "the request is not a valid protobuf message") from None
+
+
+async def read_request(
+    stream: Stream[Any, Any],
+    message_type: type[M],
+    max_bytes: int,
+    guard: Callable[[bytes], None] | None = None,
+) -> M:
+    """Read the one request message of a unary or server-streaming call.
+
+    The gRPC length prefix is checked against ``max_bytes`` first; the raw
+    bytes then pass ``guard`` (the wire-level checks) and only then are
+    decoded.
+    """
+    data = await read_frame(stream, max_bytes)
+    if data is None:
+        raise invalid("request", "the request message is missing")
+    if guard is not None:
+        guard(data)
+    return parse_request(message_type, data)
+
+
+async def read_messages(
+    stream: Stream[Any, Any], message_type: type[M], max_bytes: int
+) -> AsyncIterator[M]:
+    """Each request message of a client stream, every frame bounded by ``max_bytes``."""
+    while (data := await read_frame(stream, max_bytes)) is not None:
+        yield parse_request(message_type, data)

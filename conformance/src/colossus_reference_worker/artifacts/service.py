@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import struct
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from .._gen.colossus.api.v1alpha1 import (
     UploadArtifactRequest,
     UploadArtifactResponse,
 )
-from ..codec import read_request
+from ..codec import read_messages, read_request
 from ..config import IMAGE_INPUT_CAPABILITY
 from ..credentials import Principal
 from ..errors import ApiError, invalid
@@ -98,35 +97,6 @@ if TYPE_CHECKING:
 _PREFIX = "/colossus.api.v1alpha1.ArtifactService/"
 
 
-async def _messages(
-    stream: Stream[Any, Any], max_bytes: int
-) -> AsyncIterator[UploadArtifactRequest]:
-    """Each request message of a client stream, every frame bounded by ``max_bytes``."""
-    raw = stream._stream  # the same prefix-level access as codec.read_request
-    while True:
-        meta = await raw.recv_data(5)
-        if not meta:
-            return
-        if len(meta) < 5:
-            raise invalid("request", "the request message is truncated")
-        compressed, length = struct.unpack(">?I", meta)
-        if compressed:
-            raise ApiError(Status.UNIMPLEMENTED, "FIELD_INVALID",
-                           "compressed messages are not supported", {"field": "request"})
-        if length > max_bytes:
-            raise ApiError(
-                Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
-                f"the request exceeds {max_bytes} bytes", {"limit": "max_request_bytes"},
-            )
-        data = await raw.recv_data(length)
-        if len(data) != length:
-            raise invalid("request", "the request message is truncated")
-        try:
-            yield UploadArtifactRequest.parse(data)
-        except Exception:
-            raise invalid("request", "the request is not a valid protobuf message") from None
-
-
 class ArtifactService:
     """grpclib handler over an :class:`ArtifactStore`, wired like the other services."""
 
@@ -144,7 +114,7 @@ class ArtifactService:
             caller = self._pipeline.authenticate(stream, method)
             await hooks.before_unary(method)
             reply = await self.upload(
-                caller, _messages(stream, self._limits.max_request_bytes))
+                caller, read_messages(stream, UploadArtifactRequest, self._limits.max_request_bytes))
             await hooks.after_unary_commit(method)
         await stream.send_message(reply)
 
