@@ -17,6 +17,8 @@ from grpclib.const import Status
 from grpclib.encoding.base import StatusDetailsCodecBase
 from grpclib.exceptions import GRPCError
 
+from .protowire import length_delimited, varint
+
 DOMAIN = "colossus.api.v1alpha1"
 _STATUS_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -82,40 +84,24 @@ def unavailable(message: str = "the worker is shutting down") -> ApiError:
 # --- google.rpc.Status / ErrorInfo wire encoding ------------------------------
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _len_field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def encode_error_info(reason: str, metadata: Mapping[str, str]) -> bytes:
-    body = _len_field(1, reason.encode()) + _len_field(2, DOMAIN.encode())
+    body = length_delimited(1, reason.encode()) + length_delimited(2, DOMAIN.encode())
     for key in sorted(metadata):
-        entry = _len_field(1, key.encode()) + _len_field(2, metadata[key].encode())
-        body += _len_field(3, entry)
+        entry = length_delimited(1, key.encode()) + length_delimited(2, metadata[key].encode())
+        body += length_delimited(3, entry)
     return body
 
 
 def encode_status(code: int, message: str, reason: str, metadata: Mapping[str, str]) -> bytes:
-    any_msg = _len_field(1, _STATUS_TYPE.encode()) + _len_field(
+    any_msg = length_delimited(1, _STATUS_TYPE.encode()) + length_delimited(
         2, encode_error_info(reason, metadata)
     )
     body = b""
     if code:
-        body += _varint(1 << 3) + _varint(code)
+        body += varint(1 << 3) + varint(code)
     if message:
-        body += _len_field(2, message.encode())
-    return body + _len_field(3, any_msg)
+        body += length_delimited(2, message.encode())
+    return body + length_delimited(3, any_msg)
 
 
 class ErrorInfoDetailsCodec(StatusDetailsCodecBase):

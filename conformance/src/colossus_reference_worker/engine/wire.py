@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import protowire
 from .._gen.colossus.api.v1alpha1 import (
     ActionClass,
     InteractionOutcome,
@@ -21,29 +22,10 @@ from .._gen.colossus.api.v1alpha1 import (
 )
 from . import views
 
-_SMALL = [bytes([n]) for n in range(128)]
-
-
-def _varint(value: int) -> bytes:
-    if value < 128:
-        return _SMALL[value]
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
-
-
-def _bytes(field: int, data: bytes) -> bytes:
-    return _key(field, 2) + _varint(len(data)) + data
+# Local names: the replay loop calls these per event, so skip the module lookup.
+_key = protowire.key
+_bytes = protowire.length_delimited
+_varint = protowire.varint
 
 
 def _str(field: int, text: str) -> bytes:
