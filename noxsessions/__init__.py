@@ -1,1 +1,1 @@
-"""nox session modules, one per area of the monorepo; noxfile.py imports each of them."""
+"""nox session modules, one per area of the monorepo; noxfile.py imports every one of them."""
