@@ -35,6 +35,7 @@ _KINDS: list[tuple[type[BaseException], str]] = [
     (colossus.IncompatibleServerError, "compatibility"),
     (colossus.TrustError, "trust"),
     (colossus.CredentialError, "credential"),
+    (colossus.SidecarError, "sidecar"),
     (colossus.WatchGapError, "watch_gap"),
     (colossus.ArtifactIntegrityError, "integrity"),
     (colossus.ProtocolViolationError, "protocol_violation"),
@@ -190,6 +191,41 @@ def artifact_view(a: colossus.Artifact) -> dict[str, Any]:
     }
 
 
+# -- credentials -------------------------------------------------------------------------
+
+
+class CountingCredentialProvider:
+    """The SDK's in-memory provider, counting how often the SDK asks it (C5).
+
+    The runner compares the count with the trust verdict: a connection refused by a
+    trust check must never have asked for the bearer.
+    """
+
+    __slots__ = ("_inner", "calls")
+
+    def __init__(self, bearer: str) -> None:
+        self._inner = colossus.InMemoryCredentialProvider(bearer)
+        self.calls = 0
+
+    def load_bearer(self) -> str:
+        self.calls += 1
+        return self._inner.load_bearer()
+
+    def __repr__(self) -> str:
+        return f"CountingCredentialProvider(<redacted>, calls={self.calls})"
+
+
+def retry_budget() -> dict[str, Any]:
+    """The read/watch retry budget of the SDK's default policy, which every connection uses."""
+    policy = colossus.RetryPolicy()
+    elapsed = getattr(policy, "max_elapsed", None)
+    return {
+        "read_attempts": policy.max_attempts,
+        "watch_attempts": policy.max_attempts,
+        "watch_elapsed_seconds": float(elapsed) if elapsed else None,
+    }
+
+
 # -- references --------------------------------------------------------------------------
 
 
@@ -234,7 +270,16 @@ class CaseRun:
         self.default = instruction["connections"][0]["name"] if instruction["connections"] else None
         self.bearers = bearers
         self.clients: dict[str, colossus.Client] = {}
+        self.providers: dict[str, CountingCredentialProvider] = {}
         self.results: dict[str, dict[str, Any]] = {}
+
+    def credential_calls(self, name: str | None) -> int | None:
+        """Calls so far of a daemon connection's provider; None for sidecars and sleeps."""
+        spec = self.connections.get(name or self.default or "")
+        if spec is None or spec["placement"] != "daemon":
+            return None
+        provider = self.providers.get(spec["name"])
+        return provider.calls if provider is not None else 0
 
     def client(self, name: str | None) -> colossus.Client:
         name = name or self.default
@@ -262,7 +307,7 @@ class CaseRun:
                 expected_deployment_mode=colossus.DeploymentMode[
                     spec.get("expected_deployment_mode", "SHARED_DAEMON")
                 ],
-                credentials=colossus.InMemoryCredentialProvider(self.bearers[name]),
+                credentials=self.providers.setdefault(name, CountingCredentialProvider(self.bearers[name])),
                 timeout=15.0,
                 connect_timeout=10.0,
             )
@@ -275,6 +320,8 @@ class CaseRun:
         for step in self.instruction["steps"]:
             report: dict[str, Any] = {"id": step["id"], "op": step["op"]}
             started = time.monotonic()
+            conn = step.get("args", {}).get("conn")
+            calls_before = self.credential_calls(conn) if step["op"] != "sleep" else None
             try:
                 args = resolve(step.get("args", {}), self.results)
                 value, hooks = self.perform(step["op"], args, report)
@@ -295,6 +342,9 @@ class CaseRun:
                 key = getattr(exc, "idempotency_key", None)
                 if key:
                     report.setdefault("value", {})["idempotency_key"] = key
+            if calls_before is not None:
+                calls_after = self.credential_calls(conn)
+                report["credential_calls"] = (calls_after or 0) - calls_before
             report["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
             self.results[step["id"]] = report
             reports.append(report)
@@ -330,20 +380,7 @@ class CaseRun:
         if op == "cancel_run":
             return {"run": run_view(client.runs.cancel(args["run_id"]))}, []
         if op == "list_runs":
-            statuses = [colossus.RunStatus[s] for s in args.get("statuses", [])]
-            pager = client.runs.list(statuses=statuses, page_size=int(args.get("page_size", 0)))
-            runs: list[colossus.Run] = []
-            created: list[str] = []
-            for number, page in enumerate(pager.pages()):
-                runs.extend(page.runs)
-                if number == 0:
-                    for script in args.get("create_after_first_page", []):
-                        created.append(client.runs.create(script).run.run_id)
-            return {
-                "run_ids": [r.run_id for r in runs],
-                "statuses": [_enum(r.status) for r in runs],
-                "created_run_ids": created,
-            }, []
+            return self.list_runs(client, args, report), []
         if op == "watch":
             return self.watch(client, args, report)
         if op == "respond":
@@ -374,6 +411,31 @@ class CaseRun:
                 "sha256": hashlib.sha256(downloaded.data).hexdigest(),
             }, []
         raise KeyError(f"unsupported op {op}")
+
+    def list_runs(
+        self, client: colossus.Client, args: dict[str, Any], report: dict[str, Any]
+    ) -> dict[str, Any]:
+        statuses = [colossus.RunStatus[s] for s in args.get("statuses", [])]
+        pager = client.runs.list(statuses=statuses, page_size=int(args.get("page_size", 0)))
+        runs: list[colossus.Run] = []
+        created: list[str] = []
+        max_pages = int(args.get("max_pages", 1000))
+        view: dict[str, Any] = {"run_ids": [], "statuses": [], "created_run_ids": created, "pages": 0}
+        view["stopped_at_max_pages"] = False
+        # What arrived before a failure is reported next to the error.
+        report["value"] = view
+        for page in pager.pages():
+            view["pages"] += 1
+            runs.extend(page.runs)
+            view["run_ids"] = [r.run_id for r in runs]
+            view["statuses"] = [_enum(r.status) for r in runs]
+            if view["pages"] == 1:
+                for script in args.get("create_after_first_page", []):
+                    created.append(client.runs.create(script).run.run_id)
+            if view["pages"] >= max_pages:
+                view["stopped_at_max_pages"] = True
+                break
+        return view
 
     def create_run(self, client: colossus.Client, args: dict[str, Any]) -> dict[str, Any]:
         parts: list[Any] = []
@@ -432,7 +494,7 @@ class CaseRun:
             args["run_id"],
             after_sequence=int(args.get("after_sequence", 0)),
             on_reconnect=on_reconnect,
-            idle_timeout=20.0,
+            idle_timeout=float(args.get("idle_timeout_seconds", 20.0)),
         ) as watch:
             stopped_early = False
             try:
@@ -491,7 +553,8 @@ def main() -> int:
                     "protocol_version": PROTOCOL_VERSION,
                     "sdk": "python",
                     "sdk_version": getattr(colossus, "__version__", "0"),
-                    "features": ["daemon", "sidecar", "reconnect_hook", "artifacts"],
+                    "features": ["daemon", "sidecar", "reconnect_hook", "artifacts", "credential_calls"],
+                    "retry_budget": retry_budget(),
                 }
             )
         elif kind == "shutdown":

@@ -43,6 +43,11 @@ def main():
                         "sdk": "fake",
                         "sdk_version": "0",
                         "features": ["fake-feature"],
+                        "retry_budget": {
+                            "read_attempts": 5,
+                            "watch_attempts": 5,
+                            "watch_elapsed_seconds": None,
+                        },
                     }
                 )
                 + "\n"
