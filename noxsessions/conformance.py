@@ -6,6 +6,9 @@
                           or `./noxw -s conformance -- --list`
     conformance_lint      ruff (lint + format check) over the runner, its tests and the Python
                           client; mypy --strict over the runner package
+    conformance_mutants   the mutation harness (not in the default list): each mutant of
+                          conformance/mutants/<sdk>.yaml is planted in a scratch copy of the
+                          SDK and must fail at least one case; writes results/mutants.md
     conformance_selftest  pytest of the runner itself (catalogue, protocol codec,
                           assertions, known-failure rules, crash handling with a fake
                           client) and a mutation check: the real SDK with one behaviour
@@ -34,6 +37,18 @@ def conformance(session: nox.Session) -> None:
     # pyproject); the Python SDK is the library under test for the Python client.
     session.install("--disable-pip-version-check", str(ROOT / "conformance"), str(ROOT / "sdk/python"))
     session.run("colossus-conformance", "--suite-dir", str(ROOT / "conformance"), *session.posargs)
+
+
+@nox.session
+def conformance_mutants(session: nox.Session) -> None:
+    """Mutation harness: plant each mutant of mutants/<sdk>.yaml in a scratch copy of that SDK
+    and report which case kills it (slow, not in the default list). Example:
+    `./noxw -s conformance_mutants -- --sdk python [--mutant ID] [--column python-async]`."""
+    session.install("--disable-pip-version-check", str(ROOT / "conformance"), str(ROOT / "sdk/python"))
+    session.run(
+        "python", "-m", "colossus_conformance.mutation", "--suite-dir", str(ROOT / "conformance"),
+        *session.posargs,
+    )
 
 
 @nox.session

@@ -19,6 +19,7 @@ import struct
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -79,7 +80,7 @@ def error_view(exc: BaseException) -> dict[str, Any]:
 # -- views: SDK models to plain JSON -----------------------------------------------------
 
 
-def _enum(value: Any) -> Any:
+def enum_name(value: Any) -> Any:
     return value.name if value is not None and hasattr(value, "name") else value
 
 
@@ -93,7 +94,7 @@ def interaction_view(i: colossus.Interaction | None) -> dict[str, Any] | None:
         a = i.approval
         view.update(
             kind="approval",
-            action_class=_enum(a.action_class),
+            action_class=enum_name(a.action_class),
             display_category=a.display_category,
             origin=a.origin,
             binding=a.binding,
@@ -111,7 +112,7 @@ def run_view(r: colossus.Run) -> dict[str, Any]:
                 {
                     "plan_id": r.result.plan.plan_id,
                     "revision": r.result.plan.revision,
-                    "status": _enum(r.result.plan.status),
+                    "status": enum_name(r.result.plan.status),
                 }
                 if r.result.plan
                 else None
@@ -120,9 +121,9 @@ def run_view(r: colossus.Run) -> dict[str, Any]:
     return {
         "run_id": r.run_id,
         "session_id": r.session_id,
-        "mode": _enum(r.mode),
+        "mode": enum_name(r.mode),
         "role": r.role,
-        "status": _enum(r.status),
+        "status": enum_name(r.status),
         "last_sequence": r.last_sequence,
         "idempotency_key": r.idempotency_key,
         "end_user_id": r.end_user_id,
@@ -136,7 +137,9 @@ def event_view(e: colossus.RunEvent) -> dict[str, Any]:
     view: dict[str, Any] = {"run_id": e.run_id, "sequence": e.sequence}
     p = e.payload
     if isinstance(p, colossus.StatusChanged):
-        view.update(kind="status_changed", previous_status=_enum(p.previous_status), status=_enum(p.status))
+        view.update(
+            kind="status_changed", previous_status=enum_name(p.previous_status), status=enum_name(p.status)
+        )
     elif isinstance(p, colossus.OutputDelta):
         view.update(kind="output_delta", text=p.text)
     elif isinstance(p, colossus.InteractionRequested):
@@ -145,18 +148,18 @@ def event_view(e: colossus.RunEvent) -> dict[str, Any]:
         view.update(
             kind="interaction_resolved",
             interaction_id=p.interaction_id,
-            outcome=_enum(p.outcome),
+            outcome=enum_name(p.outcome),
             choice=p.choice,
         )
     elif isinstance(p, colossus.ToolActivity):
         view.update(
             kind="tool_activity",
-            action_class=_enum(p.action_class),
+            action_class=enum_name(p.action_class),
             display_category=p.display_category,
-            phase=_enum(p.phase),
+            phase=enum_name(p.phase),
         )
     elif isinstance(p, colossus.RunTerminated):
-        view.update(kind="terminated", terminal_status=_enum(p.status))
+        view.update(kind="terminated", terminal_status=enum_name(p.status))
     else:
         view.update(kind="unknown")
     return view
@@ -175,7 +178,7 @@ def server_info_view(s: colossus.ServerInfo) -> dict[str, Any]:
         "api_package": s.api_package,
         "api_version": s.api_version,
         "api_major": s.api_major,
-        "deployment_mode": _enum(s.deployment_mode),
+        "deployment_mode": enum_name(s.deployment_mode),
         "capabilities": sorted(s.capabilities),
         "limits": limits,
     }
@@ -224,6 +227,110 @@ def retry_budget() -> dict[str, Any]:
         "watch_attempts": policy.max_attempts,
         "watch_elapsed_seconds": float(elapsed) if elapsed else None,
     }
+
+
+# -- options and arguments shared by the sync and async clients ---------------------------
+
+
+def sidecar_options(spec: dict[str, Any]) -> colossus.SidecarOptions:
+    grant = spec["grant"]
+    return colossus.SidecarOptions(
+        executable=spec["worker_command"][0],
+        extra_args=tuple(spec["worker_command"][1:]),
+        application_id=spec["application_id"],
+        scopes=tuple(grant["scopes"]),
+        roles=tuple(grant["roles"]),
+        tools=tuple(grant["tools"]),
+        state_dir=Path(spec["state_dir"]),
+        timeout=15.0,
+    )
+
+
+def daemon_options(spec: dict[str, Any], provider: CountingCredentialProvider) -> colossus.DaemonOptions:
+    return colossus.DaemonOptions(
+        public_api_dir=Path(spec["public_api_dir"]),
+        expected_instance_id=spec["expected_instance_id"],
+        expected_certificate_sha256=spec["expected_certificate_sha256"],
+        expected_deployment_mode=colossus.DeploymentMode[
+            spec.get("expected_deployment_mode", "SHARED_DAEMON")
+        ],
+        credentials=provider,
+        timeout=15.0,
+        connect_timeout=10.0,
+    )
+
+
+def create_arguments(args: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The input parts and keyword arguments of ``runs.create`` for a ``create_run`` step."""
+    parts: list[Any] = []
+    for part in args.get("input", []):
+        if "text" in part:
+            parts.append(colossus.TextPart(text=part["text"]))
+        else:
+            parts.append(
+                colossus.ArtifactPart(artifact_id=part["artifact_id"], media_type=part.get("media_type"))
+            )
+    kwargs: dict[str, Any] = {}
+    for name in ("idempotency_key", "role", "session_id", "end_user_id", "traceparent", "tracestate"):
+        if name in args:
+            kwargs[name] = args[name]
+    if "max_turns" in args:
+        kwargs["max_turns"] = int(args["max_turns"])
+    if "mode" in args:
+        kwargs["mode"] = colossus.RunMode[args["mode"]]
+    if "plan_action" in args:
+        pa = args["plan_action"]
+        kwargs["plan_action"] = colossus.PlanAction(
+            source_run_id=pa["source_run_id"],
+            revision=int(pa["revision"]),
+            kind=colossus.PlanActionKind[pa["kind"]],
+        )
+    if "research" in args:
+        r = args["research"]
+        kwargs["research"] = colossus.ResearchOptions(
+            depth=int(r["depth"]), lanes=tuple(colossus.EvidenceLane[x] for x in r["lanes"])
+        )
+    return parts, kwargs
+
+
+def created_view(created: Any) -> dict[str, Any]:
+    return {
+        "run": run_view(created.run),
+        "replayed": created.replayed,
+        "idempotency_key": created.idempotency_key,
+    }
+
+
+def answer_for(args: dict[str, Any]) -> Any:
+    if "choice" in args:
+        return colossus.PromptAnswer(choice=args["choice"])
+    return colossus.ApprovalAnswer(
+        binding=args["binding"], decision=colossus.ApprovalDecision[args.get("decision", "APPROVE")]
+    )
+
+
+def upload_bytes(args: dict[str, Any]) -> bytes:
+    if "text" in args:
+        return bytes(args["text"].encode())
+    if "data_base64" in args:
+        return base64.b64decode(args["data_base64"])
+    return bytes(i % 251 for i in range(int(args["size_bytes"])))
+
+
+def downloaded_view(downloaded: Any) -> dict[str, Any]:
+    return {
+        "artifact": artifact_view(downloaded.artifact),
+        "size": len(downloaded.data),
+        "sha256": hashlib.sha256(downloaded.data).hexdigest(),
+    }
+
+
+def step_error(exc: BaseException) -> dict[str, Any]:
+    """The protocol error of a failed step (client-side argument problems are `unsupported`)."""
+    view = error_view(exc)
+    if isinstance(exc, KeyError) and not isinstance(exc, colossus.ColossusError):
+        view["kind"] = "unsupported"
+    return view
 
 
 # -- references --------------------------------------------------------------------------
@@ -287,31 +394,10 @@ class CaseRun:
             return self.clients[name]
         spec = self.connections[name]
         if spec["placement"] == "sidecar":
-            grant = spec["grant"]
-            options = colossus.SidecarOptions(
-                executable=spec["worker_command"][0],
-                extra_args=tuple(spec["worker_command"][1:]),
-                application_id=spec["application_id"],
-                scopes=tuple(grant["scopes"]),
-                roles=tuple(grant["roles"]),
-                tools=tuple(grant["tools"]),
-                state_dir=Path(spec["state_dir"]),
-                timeout=15.0,
-            )
-            client = colossus.Client.start_sidecar(options)
+            client = colossus.Client.start_sidecar(sidecar_options(spec))
         else:
-            options = colossus.DaemonOptions(
-                public_api_dir=Path(spec["public_api_dir"]),
-                expected_instance_id=spec["expected_instance_id"],
-                expected_certificate_sha256=spec["expected_certificate_sha256"],
-                expected_deployment_mode=colossus.DeploymentMode[
-                    spec.get("expected_deployment_mode", "SHARED_DAEMON")
-                ],
-                credentials=self.providers.setdefault(name, CountingCredentialProvider(self.bearers[name])),
-                timeout=15.0,
-                connect_timeout=10.0,
-            )
-            client = colossus.Client.connect(options)
+            provider = self.providers.setdefault(name, CountingCredentialProvider(self.bearers[name]))
+            client = colossus.Client.connect(daemon_options(spec, provider))
         self.clients[name] = client
         return client
 
@@ -332,13 +418,7 @@ class CaseRun:
                 report["error"] = {"kind": "unresolved_reference", "message": f"cannot resolve {exc}"}
             except Exception as exc:
                 log.debug("step %s failed: %s", step["id"], traceback.format_exc())
-                report["error"] = error_view(exc)
-                if isinstance(exc, (ValueError, TypeError, KeyError)) and not isinstance(
-                    exc, colossus.ColossusError
-                ):
-                    report["error"]["kind"] = (
-                        "unsupported" if isinstance(exc, KeyError) else report["error"]["kind"]
-                    )
+                report["error"] = step_error(exc)
                 key = getattr(exc, "idempotency_key", None)
                 if key:
                     report.setdefault("value", {})["idempotency_key"] = key
@@ -384,32 +464,15 @@ class CaseRun:
         if op == "watch":
             return self.watch(client, args, report)
         if op == "respond":
-            if "choice" in args:
-                answer: Any = colossus.PromptAnswer(choice=args["choice"])
-            else:
-                answer = colossus.ApprovalAnswer(
-                    binding=args["binding"],
-                    decision=colossus.ApprovalDecision[args.get("decision", "APPROVE")],
-                )
+            answer = answer_for(args)
             return {"run": run_view(client.runs.respond(args["run_id"], args["interaction_id"], answer))}, []
         if op == "upload_artifact":
-            if "text" in args:
-                data = args["text"].encode()
-            elif "data_base64" in args:
-                data = base64.b64decode(args["data_base64"])
-            else:
-                data = bytes(i % 251 for i in range(int(args["size_bytes"])))
             artifact = client.artifacts.upload(
-                data, media_type=args["media_type"], display_name=args.get("display_name")
+                upload_bytes(args), media_type=args["media_type"], display_name=args.get("display_name")
             )
             return {"artifact": artifact_view(artifact)}, []
         if op == "download_artifact":
-            downloaded = client.artifacts.download(args["artifact_id"])
-            return {
-                "artifact": artifact_view(downloaded.artifact),
-                "size": len(downloaded.data),
-                "sha256": hashlib.sha256(downloaded.data).hexdigest(),
-            }, []
+            return downloaded_view(client.artifacts.download(args["artifact_id"])), []
         raise KeyError(f"unsupported op {op}")
 
     def list_runs(
@@ -428,7 +491,7 @@ class CaseRun:
             view["pages"] += 1
             runs.extend(page.runs)
             view["run_ids"] = [r.run_id for r in runs]
-            view["statuses"] = [_enum(r.status) for r in runs]
+            view["statuses"] = [enum_name(r.status) for r in runs]
             if view["pages"] == 1:
                 for script in args.get("create_after_first_page", []):
                     created.append(client.runs.create(script).run.run_id)
@@ -438,40 +501,8 @@ class CaseRun:
         return view
 
     def create_run(self, client: colossus.Client, args: dict[str, Any]) -> dict[str, Any]:
-        parts: list[Any] = []
-        for part in args.get("input", []):
-            if "text" in part:
-                parts.append(colossus.TextPart(text=part["text"]))
-            else:
-                parts.append(
-                    colossus.ArtifactPart(artifact_id=part["artifact_id"], media_type=part.get("media_type"))
-                )
-        kwargs: dict[str, Any] = {}
-        for name in ("idempotency_key", "role", "session_id", "end_user_id", "traceparent", "tracestate"):
-            if name in args:
-                kwargs[name] = args[name]
-        if "max_turns" in args:
-            kwargs["max_turns"] = int(args["max_turns"])
-        if "mode" in args:
-            kwargs["mode"] = colossus.RunMode[args["mode"]]
-        if "plan_action" in args:
-            pa = args["plan_action"]
-            kwargs["plan_action"] = colossus.PlanAction(
-                source_run_id=pa["source_run_id"],
-                revision=int(pa["revision"]),
-                kind=colossus.PlanActionKind[pa["kind"]],
-            )
-        if "research" in args:
-            r = args["research"]
-            kwargs["research"] = colossus.ResearchOptions(
-                depth=int(r["depth"]), lanes=tuple(colossus.EvidenceLane[x] for x in r["lanes"])
-            )
-        created = client.runs.create(parts, **kwargs)
-        return {
-            "run": run_view(created.run),
-            "replayed": created.replayed,
-            "idempotency_key": created.idempotency_key,
-        }
+        parts, kwargs = create_arguments(args)
+        return created_view(client.runs.create(parts, **kwargs))
 
     def watch(
         self, client: colossus.Client, args: dict[str, Any], report: dict[str, Any]
@@ -529,12 +560,32 @@ def write(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def main() -> int:
+def hello(sdk: str) -> dict[str, Any]:
+    return {
+        "type": "client_hello",
+        "protocol_version": PROTOCOL_VERSION,
+        "sdk": sdk,
+        "sdk_version": getattr(colossus, "__version__", "0"),
+        "features": ["daemon", "sidecar", "reconnect_hook", "artifacts", "credential_calls"],
+        "retry_budget": retry_budget(),
+    }
+
+
+def run_sync_case(message: dict[str, Any], bearers: dict[str, str]) -> dict[str, Any]:
+    case = CaseRun(message, bearers)
+    try:
+        return case.run()
+    finally:
+        case.close()
+
+
+def serve(sdk: str, run_case: Callable[[dict[str, Any], dict[str, str]], dict[str, Any]]) -> int:
+    """The protocol loop: hello, then one case at a time until shutdown."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bearer-fd", type=int)
     parser.add_argument("--bearer-fifo")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="python-client: %(message)s")
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=f"{sdk}-client: %(message)s")
     if args.bearer_fd is not None:
         bearer_stream: BinaryIO = os.fdopen(args.bearer_fd, "rb", buffering=0)
     elif args.bearer_fifo:
@@ -547,16 +598,7 @@ def main() -> int:
         message = json.loads(line)
         kind = message.get("type")
         if kind == "hello":
-            write(
-                {
-                    "type": "client_hello",
-                    "protocol_version": PROTOCOL_VERSION,
-                    "sdk": "python",
-                    "sdk_version": getattr(colossus, "__version__", "0"),
-                    "features": ["daemon", "sidecar", "reconnect_hook", "artifacts", "credential_calls"],
-                    "retry_budget": retry_budget(),
-                }
-            )
+            write(hello(sdk))
         elif kind == "shutdown":
             return 0
         elif kind == "case":
@@ -564,18 +606,19 @@ def main() -> int:
                 c["name"]: read_frame(bearer_stream) for c in message["connections"] if c.get("bearer_frame")
             }
             log.info("case %s", message["case"])
-            case = CaseRun(message, bearers)
             try:
-                result = case.run()
+                result = run_case(message, bearers)
             except Exception as exc:
                 result = {"type": "result", "case": message["case"], "steps": [], "fatal": repr(exc)[:500]}
-            finally:
-                case.close()
             write(result)
         else:
             log.error("unknown message type %r", kind)
             return 2
     return 0
+
+
+def main() -> int:
+    return serve("python", run_sync_case)
 
 
 if __name__ == "__main__":

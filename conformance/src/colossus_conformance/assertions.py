@@ -172,6 +172,12 @@ def _check(check: str, expected: Any, actual: Any, document: dict[str, Any]) -> 
             if actual == want
             else f"expected {expected}, {expected + 1}, ... with no repeat or hole, got {shown}"
         )
+    if check == "starts_with":
+        if not isinstance(actual, list) or not isinstance(expected, list):
+            return f"expected a list starting with {expected!r}, got {shown}"
+        head = actual[: len(expected)]
+        ok = len(head) == len(expected) and all(_same(a, e) for a, e in zip(head, expected, strict=True))
+        return None if ok else f"expected a list starting with {expected!r}, got {shown}"
     if check == "unique":
         if not isinstance(actual, list):
             return f"expected a list, got {shown}"
@@ -182,9 +188,12 @@ def _check(check: str, expected: Any, actual: Any, document: dict[str, Any]) -> 
 
 
 def ref_to_path(ref: str) -> str:
-    """Turns a step reference (``$step.a.-1.b``) into an assertion path."""
+    """Turns a step reference (``$step.a.-1.b``) into an assertion path.
+
+    ``$client.…`` names the client's hello instead (``$client.retry_budget.watch_attempts``).
+    """
     step, *rest = ref[1:].split(".")
-    path = f"steps.{step}.value"
+    path = "client" if step == "client" else f"steps.{step}.value"
     for segment in rest:
         if segment.lstrip("-").isdigit():
             path += f"[{segment}]"

@@ -138,7 +138,7 @@ def check_case(case: Case) -> None:
 
 def check_path(where: str, path: str, step_ids: list[str]) -> None:
     head, _, rest = path.partition(".")
-    if head == "worker" or head == "case":
+    if head in ("worker", "case", "client"):
         return
     if head != "steps":
         raise CatalogueError(f"{where}: assertion path {path!r} must start with steps., worker.")

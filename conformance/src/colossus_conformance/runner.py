@@ -225,7 +225,19 @@ class Suite:
 
     # -- one SDK ---------------------------------------------------------------
 
-    def run_sdk(self, spec: ClientSpec, all_case_ids: list[str]) -> RunVerdict:
+    def run_sdk(
+        self,
+        spec: ClientSpec,
+        all_case_ids: list[str],
+        only: list[Case] | None = None,
+        stop: Callable[[CaseResult], bool] | None = None,
+    ) -> RunVerdict:
+        """Runs the suite's cases (or ``only`` those, in suite order) through one client.
+
+        ``stop`` ends the run early once it returns true for a result (the mutation
+        harness stops at the first case that kills a mutant).
+        """
+        wanted = None if only is None else {c.id for c in only}
         entries = known_failures.load(self.options.known_failures_dir / f"{spec.sdk}.yaml", spec.sdk)
         problems = [
             f"{spec.sdk}: known-failure pattern {e.pattern!r} matches no case"
@@ -235,6 +247,10 @@ class Suite:
         client: ClientProcess | None = self._start_client(spec)
         dead_reason = "" if client else "client failed to start"
         for case in self.cases:
+            if wanted is not None and case.id not in wanted:
+                continue
+            if results and stop is not None and stop(results[-1]):
+                break
             if client is None:
                 results.append(
                     self._emit(
@@ -297,7 +313,9 @@ class Suite:
         return result
 
     def _start_client(self, spec: ClientSpec) -> ClientProcess | None:
-        client = ClientProcess(list(spec.command), spec.folder, self.log_dir / f"client-{spec.sdk}.log")
+        client = ClientProcess(
+            list(spec.command), spec.folder, self.log_dir / f"client-{spec.sdk}.log", env=spec.env
+        )
         try:
             client.start()
         except (OSError, RuntimeError) as exc:
@@ -367,7 +385,9 @@ class Suite:
         if exchange.status != "ok" or exchange.result is None:
             result.details.append(f"client {exchange.status}: {exchange.detail}")
             return result, exchange
-        result.details.extend(judge(case, combined, observations, prepared.bearers, prepared.nonce))
+        result.details.extend(
+            judge(case, combined, observations, prepared.bearers, prepared.nonce, client.hello)
+        )
         # C5 again: the client's own log output during this case must not hold a bearer.
         if _contains_secret(_read_from(client.log_path, log_offset), prepared.bearers):
             result.details.append("a bearer appeared in the client's log output")
@@ -544,7 +564,12 @@ def merge_observations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def judge(
-    case: Case, result: dict[str, Any], observations: dict[str, Any], bearers: list[str], nonce: str = ""
+    case: Case,
+    result: dict[str, Any],
+    observations: dict[str, Any],
+    bearers: list[str],
+    nonce: str = "",
+    hello: dict[str, Any] | None = None,
 ) -> list[str]:
     """Every failed check of one case, as text; empty means the case passed."""
     failures: list[str] = []
@@ -552,6 +577,7 @@ def judge(
         "steps": {s["id"]: s for s in result.get("steps", [])},
         "worker": assertions.derive_worker_fields(observations),
         "case": {"id": case.id, "level": case.level},
+        "client": hello or {},
     }
     if result.get("fatal"):
         failures.append(f"client reported a fatal problem: {result['fatal']}")

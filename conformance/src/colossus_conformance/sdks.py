@@ -26,6 +26,7 @@ class ClientSpec:
     folder: Path
     command: tuple[str, ...]
     build: tuple[str, ...] = ()
+    env: dict[str, str] | None = None  # the client's whole environment; None inherits the runner's
 
 
 def _expand(argv: list[str]) -> tuple[str, ...]:

@@ -1,0 +1,374 @@
+"""The mutation harness: proves the catalogue notices realistic SDK bugs.
+
+``python -m colossus_conformance.mutation --sdk python`` (normally through
+``./noxw -s conformance_mutants -- --sdk python``) reads ``mutants/<sdk>.yaml``,
+and for each mutant: copies the SDK's source folder to a scratch folder, applies
+the mutant's one text edit there (never in the working tree), runs the list's
+build commands once in the copy, then drives every column of the list (each a
+conformance client) with the copy in place of the installed SDK. The cases the
+mutant names in ``expect`` run first; the rest of the catalogue runs only if
+none of them failed. A mutant is killed by the first case that fails.
+
+The format of a list is documented in ``docs/mutants.md``. Results are printed
+and written to ``results/mutants.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from . import catalogue, sdks
+from .results import FAIL, NOT_RUN, CaseResult
+from .runner import Options, Suite
+
+log = logging.getLogger("colossus_conformance.mutation")
+
+AREAS = (
+    "trust",
+    "credential",
+    "compatibility",
+    "watch",
+    "idempotency",
+    "retries",
+    "pagination",
+    "capabilities",
+    "errors",
+    "artifacts",
+    "sidecar",
+    "limits",
+    "validation",
+)
+
+LIST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["sdk", "columns", "source", "mutants"],
+    "additionalProperties": False,
+    "properties": {
+        "sdk": {"type": "string"},
+        "columns": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "source": {"type": "string"},
+        "ignore": {"type": "array", "items": {"type": "string"}},
+        "link": {"type": "array", "items": {"type": "string"}},
+        "build": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}},
+        "client_env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "mutants": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "area", "requirements", "file", "find", "replace", "expect"],
+                "additionalProperties": False,
+                "properties": {
+                    "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
+                    "area": {"enum": list(AREAS)},
+                    "requirements": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    "title": {"type": "string"},
+                    "file": {"type": "string"},
+                    "find": {"type": "string", "minLength": 1},
+                    "replace": {"type": "string"},
+                    "occurrence": {"type": "integer", "minimum": 1},
+                    "columns": {"type": "array", "items": {"type": "string"}},
+                    "expect": {"type": "array", "items": {"type": "string"}},
+                    "survivor_reason": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
+
+class MutantListError(Exception):
+    """The list is malformed or a mutant no longer applies to the source."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    area: str
+    requirements: tuple[str, ...]
+    title: str
+    file: str
+    find: str
+    replace: str
+    occurrence: int | None
+    columns: tuple[str, ...]
+    expect: tuple[str, ...]
+    survivor_reason: str = ""
+
+    def apply(self, root: Path) -> None:
+        """Edits the file in ``root``; refuses when ``find`` is absent or ambiguous."""
+        path = root / self.file
+        if not path.is_file():
+            raise MutantListError(f"{self.id}: no file {self.file}")
+        text = path.read_text()
+        count = text.count(self.find)
+        if count == 0:
+            raise MutantListError(f"{self.id}: the text to replace no longer occurs in {self.file}")
+        if self.occurrence is None:
+            if count > 1:
+                raise MutantListError(f"{self.id}: the text occurs {count} times in {self.file}; set occurrence")
+            start = text.index(self.find)
+        else:
+            if self.occurrence > count:
+                raise MutantListError(f"{self.id}: occurrence {self.occurrence} of {count} in {self.file}")
+            start = -1
+            for _ in range(self.occurrence):
+                start = text.index(self.find, start + 1)
+        path.write_text(text[:start] + self.replace + text[start + len(self.find) :])
+
+
+@dataclass(frozen=True)
+class MutantList:
+    sdk: str
+    columns: tuple[str, ...]
+    source: Path
+    ignore: tuple[str, ...]
+    link: tuple[str, ...]
+    build: tuple[tuple[str, ...], ...]
+    client_env: dict[str, str]
+    mutants: tuple[Mutant, ...]
+
+
+def load_list(path: Path, repo_root: Path) -> MutantList:
+    data = yaml.safe_load(path.read_text())
+    errors = sorted(jsonschema.Draft202012Validator(LIST_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "<root>"
+        raise MutantListError(f"{path.name}: schema violation at {where}: {errors[0].message}")
+    columns = tuple(data["columns"])
+    mutants: list[Mutant] = []
+    seen: set[str] = set()
+    for raw in data["mutants"]:
+        if raw["id"] in seen:
+            raise MutantListError(f"{path.name}: mutant {raw['id']} listed twice")
+        seen.add(raw["id"])
+        chosen = tuple(raw.get("columns", columns))
+        if not set(chosen) <= set(columns):
+            raise MutantListError(f"{path.name}: mutant {raw['id']} names a column the list lacks")
+        mutants.append(
+            Mutant(
+                id=raw["id"],
+                area=raw["area"],
+                requirements=tuple(raw["requirements"]),
+                title=raw.get("title", ""),
+                file=raw["file"],
+                find=raw["find"],
+                replace=raw["replace"],
+                occurrence=raw.get("occurrence"),
+                columns=chosen,
+                expect=tuple(raw["expect"]),
+                survivor_reason=raw.get("survivor_reason", ""),
+            )
+        )
+    return MutantList(
+        sdk=data["sdk"],
+        columns=columns,
+        source=(repo_root / data["source"]).resolve(),
+        ignore=tuple(data.get("ignore", [])),
+        link=tuple(data.get("link", [])),
+        build=tuple(tuple(cmd) for cmd in data.get("build", [])),
+        client_env=dict(data.get("client_env", {})),
+        mutants=tuple(mutants),
+    )
+
+
+@dataclass
+class Outcome:
+    """What one mutant did in one column."""
+
+    mutant: Mutant
+    column: str
+    killed_by: list[str] = field(default_factory=list)
+    how: str = ""  # "expected", "catalogue" or "" (survived)
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.killed_by)
+
+
+def make_copy(mutants: MutantList, scratch: Path) -> Path:
+    """A fresh copy of the SDK source: ignored folders left out, linked ones shared."""
+    copy = scratch / "sdk"
+    if copy.exists():
+        shutil.rmtree(copy)
+    skipped = set(mutants.ignore) | set(mutants.link)
+    shutil.copytree(
+        mutants.source,
+        copy,
+        symlinks=True,
+        ignore=lambda folder, names: [n for n in names if n in skipped and Path(folder) == mutants.source],
+    )
+    for name in mutants.link:
+        if (mutants.source / name).exists():
+            (copy / name).symlink_to(mutants.source / name)
+    return copy
+
+
+def expand(text: str, copy: Path) -> str:
+    return text.replace("{copy}", str(copy)).replace("{python}", sys.executable)
+
+
+def column_spec(base: sdks.ClientSpec, mutants: MutantList, copy: Path) -> sdks.ClientSpec:
+    env = dict(os.environ)
+    env.update({k: expand(v, copy) for k, v in mutants.client_env.items()})
+    return sdks.ClientSpec(base.sdk, base.folder, base.command, base.build, env)
+
+
+def is_kill(result: CaseResult) -> bool:
+    return result.status in (FAIL, NOT_RUN)
+
+
+def run_mutant(
+    suite: Suite,
+    mutant: Mutant,
+    specs: dict[str, sdks.ClientSpec],
+    all_cases: list[catalogue.Case],
+    stop_at_first: bool,
+) -> list[Outcome]:
+    outcomes = []
+    all_ids = [c.id for c in all_cases]
+    expected = catalogue.select(all_cases, list(mutant.expect))
+    for column in mutant.columns:
+        started = time.monotonic()
+        outcome = Outcome(mutant, column)
+        stop = is_kill if stop_at_first else None
+        verdict = suite.run_sdk(specs[column], all_ids, only=expected, stop=stop)
+        outcome.killed_by = [r.case_id for r in verdict.results if is_kill(r)]
+        outcome.how = "expected" if outcome.killed_by else ""
+        if not outcome.killed:
+            rest = [c for c in all_cases if c not in expected]
+            verdict = suite.run_sdk(specs[column], all_ids, only=rest, stop=is_kill)
+            outcome.killed_by = [r.case_id for r in verdict.results if is_kill(r)]
+            outcome.how = "catalogue" if outcome.killed_by else ""
+        if outcome.killed:
+            first = next(r for r in verdict.results if is_kill(r))
+            outcome.detail = "; ".join(first.details)[:300] or first.reason
+        outcome.seconds = time.monotonic() - started
+        outcomes.append(outcome)
+    return outcomes
+
+
+def report(outcomes: list[Outcome], columns: tuple[str, ...], wall: float) -> tuple[str, dict[str, float]]:
+    """The Markdown report and the kill rate per column."""
+    rates: dict[str, float] = {}
+    lines = ["# Mutation results", ""]
+    lines.append("| column | mutants | killed | kill rate |")
+    lines.append("|---|---|---|---|")
+    for column in columns:
+        mine = [o for o in outcomes if o.column == column]
+        if not mine:
+            continue
+        killed = sum(1 for o in mine if o.killed)
+        rates[column] = killed / len(mine)
+        lines.append(f"| {column} | {len(mine)} | {killed} | {rates[column]:.0%} |")
+    lines += ["", f"Wall time {wall:.0f} s.", "", "## Per mutant", ""]
+    lines.append("| mutant | area | requirements | column | verdict | killed by |")
+    lines.append("|---|---|---|---|---|---|")
+    for o in outcomes:
+        verdict = f"killed ({o.how})" if o.killed else "**survived**"
+        lines.append(
+            f"| {o.mutant.id} | {o.mutant.area} | {', '.join(o.mutant.requirements)} | {o.column} "
+            f"| {verdict} | {', '.join(o.killed_by)} |"
+        )
+    survivors = [o for o in outcomes if not o.killed]
+    lines += ["", "## Survivors", ""]
+    if not survivors:
+        lines.append("None.")
+    for o in survivors:
+        why = o.mutant.survivor_reason or "UNEXPLAINED: add a case that sees it, or a survivor_reason"
+        lines.append(f"- `{o.mutant.id}` ({o.column}, {o.mutant.title or o.mutant.file}): {why}")
+    areas = sorted({o.mutant.area for o in outcomes})
+    lines += ["", f"Areas covered: {', '.join(areas)}.", ""]
+    return "\n".join(lines), rates
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m colossus_conformance.mutation", description=__doc__.splitlines()[0])
+    p.add_argument("--suite-dir", type=Path, required=True)
+    p.add_argument("--sdk", required=True, help="the mutant list to run: mutants/<sdk>.yaml")
+    p.add_argument("--mutant", action="append", default=[], help="run only these mutant IDs (repeatable)")
+    p.add_argument("--column", action="append", default=[], help="run only these columns (repeatable)")
+    p.add_argument("--results-dir", type=Path, help="default: <suite>/results")
+    p.add_argument("--min-kill-rate", type=float, default=0.9)
+    p.add_argument("--all-killers", action="store_true", help="run every expected case, not stop at the first kill")
+    p.add_argument("--check", action="store_true", help="only check that every mutant applies, then exit")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
+    suite_dir = args.suite_dir.resolve()
+    repo_root = suite_dir.parent
+    mutants = load_list(suite_dir / "mutants" / f"{args.sdk}.yaml", repo_root)
+    chosen = [m for m in mutants.mutants if not args.mutant or m.id in args.mutant]
+    columns = tuple(c for c in mutants.columns if not args.column or c in args.column)
+    scratch = Path(tempfile.mkdtemp(prefix="colossus-mutants-"))
+    results_dir = (args.results_dir or suite_dir / "results").resolve()
+    try:
+        for m in chosen:  # every mutant must still apply before anything runs
+            m.apply(make_copy(mutants, scratch))
+        print(f"{len(chosen)} mutants apply to {mutants.source}")
+        if args.check:
+            return 0
+        clients = sdks.discover(suite_dir / "clients")
+        missing = [c for c in columns if c not in clients]
+        if missing:
+            print(f"no conformance client for column(s) {', '.join(missing)}", file=sys.stderr)
+            return 2
+        all_cases = catalogue.load_catalogue(suite_dir / "cases")
+        options = Options(
+            results_dir=scratch / "results",
+            known_failures_dir=suite_dir / "known_failures",
+            scratch=scratch,
+        )
+        suite = Suite(all_cases, options)
+        outcomes: list[Outcome] = []
+        started = time.monotonic()
+        try:
+            for column in columns:
+                sdks.build(clients[column])
+            for m in chosen:
+                copy = make_copy(mutants, scratch)
+                m.apply(copy)
+                for command in mutants.build:
+                    subprocess.run([expand(a, copy) for a in command], cwd=copy, check=True)
+                specs = {c: column_spec(clients[c], mutants, copy) for c in m.columns if c in columns}
+                for o in run_mutant(suite, m, specs, all_cases, not args.all_killers):
+                    outcomes.append(o)
+                    verdict = f"killed by {o.killed_by[0]}" if o.killed else "SURVIVED"
+                    print(f"[{o.column}] {m.id:<40} {verdict} ({o.seconds:.1f}s)", flush=True)
+        finally:
+            suite.close()
+        wall = time.monotonic() - started
+        text, rates = report(outcomes, columns, wall)
+        results_dir.mkdir(parents=True, exist_ok=True)
+        (results_dir / "mutants.md").write_text(text)
+        print()
+        print(text)
+        print(f"wrote {results_dir / 'mutants.md'}")
+        low = [c for c, r in rates.items() if r < args.min_kill_rate]
+        return 1 if low else 0
+    except MutantListError as exc:
+        print(f"mutant list error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
