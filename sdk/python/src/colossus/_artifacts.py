@@ -20,6 +20,8 @@ from ._connection import (
     DEFAULT,
     AsyncConnection,
     SyncConnection,
+    ready_async,
+    ready_sync,
     retry_async,
     retry_sync,
 )
@@ -174,7 +176,10 @@ class Artifacts:
             return verifier.finish()
 
         return retry_sync(
-            attempt, self._backend.connection().options.retry, what="DownloadArtifact"
+            attempt,
+            self._backend.connection().options.retry,
+            what="DownloadArtifact",
+            ready=ready_sync(self._backend),
         )
 
 
@@ -231,4 +236,6 @@ class AsyncArtifacts:
             return verifier.finish()
 
         conn = await self._backend.connection()
-        return await retry_async(attempt, conn.options.retry, what="DownloadArtifact")
+        return await retry_async(
+            attempt, conn.options.retry, what="DownloadArtifact", ready=ready_async(self._backend)
+        )

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import grpc
 import grpc.aio
@@ -36,7 +36,7 @@ from ._errors import (
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, RetryPolicy
 from ._transport import _channel
-from ._transport._bearer import Bearer
+from ._transport._bearer import Bearer, CallMetadata
 from ._transport._certificate import LeafCertificate
 from ._transport._descriptor import Endpoint
 from ._transport._preflight import preflight, preflight_async
@@ -52,6 +52,9 @@ log = logging.getLogger("colossus")
 API_PACKAGE: Final = "colossus.api.v1alpha1"
 API_MAJOR: Final = 1
 _REQUEST_HEADROOM: Final = 64 * 1024
+# grpc_connectivity_state READY in grpcio's core (stable since the C core's first release).
+_READY: Final = 2
+_POLL_SECONDS: Final = 0.25
 
 T = TypeVar("T")
 
@@ -95,19 +98,12 @@ class Session:
         self.target = target
         self.options = options
         self.server_info = info
-        self._auth = bearer.authorization_metadata()
+        # Only the redacting Bearer is kept; the header pair is built per call (see
+        # CallMetadata), so no attribute or local of the SDK holds the raw header.
+        self._bearer = bearer
 
     def metadata(self) -> _channel.Metadata:
-        provider = self.options.trace_context
-        if provider is None:
-            return (self._auth,)
-        trace = provider()
-        if trace is None:
-            return (self._auth,)
-        traceparent, tracestate = trace
-        if tracestate:
-            return (self._auth, ("traceparent", traceparent), ("tracestate", tracestate))
-        return (self._auth, ("traceparent", traceparent))
+        return call_metadata(self._bearer, self.options.trace_context)
 
     def trace(self) -> tuple[str, str | None] | None:
         provider = self.options.trace_context
@@ -120,6 +116,18 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session(endpoint={self.target.endpoint}, instance={self.server_info.instance_id})"
+
+
+def call_metadata(bearer: Bearer, trace_context: object = None) -> _channel.Metadata:
+    """The metadata of one call: authorization, then W3C trace context when configured."""
+    auth = bearer.authorization_metadata()
+    trace = trace_context() if callable(trace_context) else None
+    if trace is None:
+        return CallMetadata((auth,))
+    traceparent, tracestate = trace
+    if tracestate:
+        return CallMetadata((auth, ("traceparent", traceparent), ("tracestate", tracestate)))
+    return CallMetadata((auth, ("traceparent", traceparent)))
 
 
 class _Default:
@@ -165,15 +173,50 @@ class SyncConnection(Session):
     def close(self) -> None:
         self.channel.close()
 
+    def wait_ready(self, timeout: float | None) -> bool:
+        """Waits until the channel can carry a call (e.g. the worker is back)."""
+        return wait_ready_sync(self.channel, timeout)
+
+
+def wait_ready_sync(channel: grpc.Channel, timeout: float | None) -> bool:
+    """True once ``channel`` is connected; False when ``timeout`` passed or it closed.
+
+    ``grpc.channel_ready_future`` would do this, but its polling thread can outlive the
+    future and then fail noisily if the channel closes in the next moment. This polls the
+    channel's connectivity on the calling thread instead, through the core channel object
+    grpcio keeps as ``_channel``; if a grpcio lacks it, the wait is skipped (the next
+    attempt then simply runs, as it did before this wait existed).
+    """
+    core: Any = getattr(channel, "_channel", None)
+    check = getattr(core, "check_connectivity_state", None)
+    watch = getattr(core, "watch_connectivity_state", None)
+    if check is None or watch is None:
+        return True
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        state = check(True)
+        while state != _READY:
+            left = _POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return False
+            watch(state, time.time() + min(left, _POLL_SECONDS))
+            state = check(True)
+    except ValueError:  # the channel was closed meanwhile
+        return False
+    return True
+
 
 def _get_server_info_sync(
-    channel: grpc.Channel, auth: _channel.Metadata, timeout: float, policy: RetryPolicy
+    channel: grpc.Channel, bearer: Bearer, timeout: float, policy: RetryPolicy
 ) -> ServerInfo:
     stub = system_pb2_grpc.SystemServiceStub(channel)
 
     def attempt() -> ServerInfo:
         response = stub.GetServerInfo(
-            system_pb2.GetServerInfoRequest(), timeout=timeout, metadata=auth, wait_for_ready=True
+            system_pb2.GetServerInfoRequest(),
+            timeout=timeout,
+            metadata=call_metadata(bearer),
+            wait_for_ready=True,
         )
         return _convert.server_info(response.server_info)
 
@@ -191,9 +234,7 @@ def connect_sync(
         target.endpoint, target.certificate, max_receive=receive, max_send=send
     )
     try:
-        info = _get_server_info_sync(
-            channel, (bearer.authorization_metadata(),), options.connect_timeout, options.retry
-        )
+        info = _get_server_info_sync(channel, bearer, options.connect_timeout, options.retry)
         verify_server_info(info, target)
         new_receive, new_send = _caps(options, info)
         if (new_receive, new_send) != (receive, send):
@@ -214,27 +255,50 @@ def connect_sync(
     return SyncConnection(target, bearer, options, info, channel)
 
 
+def _next_delay(
+    error: ColossusError, delays: Iterator[float], policy: RetryPolicy, first_failure: float
+) -> float | None:
+    """The delay before the next retry, or None when the error or a budget forbids one."""
+    if not is_retryable_code(error.code):
+        return None
+    delay = next(delays, None)
+    remaining = policy.remaining(first_failure, time.monotonic())
+    if delay is None or (remaining is not None and remaining <= delay):
+        return None
+    return delay
+
+
 def retry_sync(
     attempt: Callable[[], T],
     policy: RetryPolicy,
     *,
     what: str,
     on_retry: Callable[[], None] | None = None,
+    ready: Callable[[float | None], bool] | None = None,
 ) -> T:
-    """Runs a read, retrying only ``UNAVAILABLE`` under ``policy``."""
+    """Runs a read, retrying only ``UNAVAILABLE`` under ``policy``.
+
+    ``ready(timeout)`` waits for the channel before each retry, within what is left of
+    ``policy.max_elapsed``, so attempts are not spent while the worker is unreachable.
+    """
     delays = policy.delays()
+    first_failure: float | None = None
     while True:
         try:
             return attempt()
         except grpc.RpcError as exc:
             error = from_rpc_error(exc)
-            delay = next(delays, None) if is_retryable_code(error.code) else None
+            if first_failure is None:
+                first_failure = time.monotonic()
+            delay = _next_delay(error, delays, policy, first_failure)
             if delay is None:
                 raise error from None
             log.info("%s unavailable; retrying in %.2f s", what, delay)
             time.sleep(delay)
             if on_retry is not None:
                 on_retry()
+            if ready is not None and not ready(policy.remaining(first_failure, time.monotonic())):
+                raise error from None
 
 
 def call_mutation_sync(
@@ -275,6 +339,14 @@ class AsyncConnection(Session):
     async def close(self) -> None:
         await self.channel.close(None)
 
+    async def wait_ready(self, timeout: float | None) -> bool:
+        """Waits until the channel can carry a call (e.g. the worker is back)."""
+        try:
+            await asyncio.wait_for(self.channel.channel_ready(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
 
 async def connect_async(
     target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
@@ -288,7 +360,6 @@ async def connect_async(
     channel = _channel.async_channel(
         target.endpoint, target.certificate, max_receive=receive, max_send=send
     )
-    auth = (bearer.authorization_metadata(),)
     try:
         stub = system_pb2_grpc.SystemServiceStub(channel)
 
@@ -296,7 +367,7 @@ async def connect_async(
             response = await stub.GetServerInfo(
                 system_pb2.GetServerInfoRequest(),
                 timeout=options.connect_timeout,
-                metadata=auth,
+                metadata=call_metadata(bearer),
                 wait_for_ready=True,
             )
             return _convert.server_info(response.server_info)
@@ -327,19 +398,26 @@ async def retry_async(
     policy: RetryPolicy,
     *,
     what: str,
+    ready: Callable[[float | None], Awaitable[bool]] | None = None,
 ) -> T:
     """The async twin of :func:`retry_sync`."""
     delays = policy.delays()
+    first_failure: float | None = None
     while True:
         try:
             return await attempt()
         except grpc.RpcError as exc:
             error = from_rpc_error(exc)
-            delay = next(delays, None) if is_retryable_code(error.code) else None
+            if first_failure is None:
+                first_failure = time.monotonic()
+            delay = _next_delay(error, delays, policy, first_failure)
             if delay is None:
                 raise error from None
             log.info("%s unavailable; retrying in %.2f s", what, delay)
             await asyncio.sleep(delay)
+            remaining = policy.remaining(first_failure, time.monotonic())
+            if ready is not None and not await ready(remaining):
+                raise error from None
 
 
 async def call_mutation_async(
@@ -355,6 +433,28 @@ async def call_mutation_async(
         return await method(request, timeout=timeout, metadata=session.metadata())
     except grpc.RpcError as exc:
         raise from_rpc_error(exc, mutation=True, idempotency_key=idempotency_key) from None
+
+
+class _SyncSource(Protocol):
+    def connection(self) -> SyncConnection: ...
+
+
+class _AsyncSource(Protocol):
+    async def connection(self) -> AsyncConnection: ...
+
+
+def ready_sync(backend: _SyncSource) -> Callable[[float | None], bool]:
+    """A ``ready`` callback for :func:`retry_sync` over the backend's current channel."""
+    return lambda timeout: backend.connection().wait_ready(timeout)
+
+
+def ready_async(backend: _AsyncSource) -> Callable[[float | None], Awaitable[bool]]:
+    """A ``ready`` callback for :func:`retry_async` over the backend's current channel."""
+
+    async def ready(timeout: float | None) -> bool:
+        return await (await backend.connection()).wait_ready(timeout)
+
+    return ready
 
 
 def wrap_unexpected(exc: BaseException) -> ColossusError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,11 +26,20 @@ class RetryPolicy:
 
     Only ``UNAVAILABLE`` is retried, and only for reads (``GetServerInfo``, ``GetRun``,
     ``ListRuns``, ``WatchRun``, ``DownloadArtifact``). Mutations are never retried.
+
+    Two budgets bound the retries, and whichever runs out first ends them: the number of
+    attempts that reached the worker and failed, and the time since the first failure
+    (``max_elapsed``). While the worker cannot be reached at all (restarting, connection
+    refused), the SDK waits for the channel to come back within ``max_elapsed`` instead of
+    spending attempts, so a worker restart of a few seconds ends neither a read nor a watch.
     """
 
     max_attempts: int = 5
     """Total attempts of one read, including the first (1 disables retries). For a watch:
     consecutive reconnects allowed without a newly delivered event."""
+    max_elapsed: float | None = 30.0
+    """Seconds after the first failure (for a watch: after the first failure since the
+    last delivered event) during which retries may start; ``None`` for no time limit."""
     initial_backoff: float = 0.1
     """Seconds before the first retry."""
     max_backoff: float = 5.0
@@ -42,6 +52,14 @@ class RetryPolicy:
             raise InvalidArgumentError("RetryPolicy values must be positive")
         if self.multiplier < 1:
             raise InvalidArgumentError("RetryPolicy.multiplier must be at least 1")
+        if self.max_elapsed is not None and not self.max_elapsed > 0:
+            raise InvalidArgumentError("RetryPolicy.max_elapsed must be positive or None")
+
+    def remaining(self, first_failure: float, now: float) -> float | None:
+        """Seconds left of ``max_elapsed`` (``None``: unlimited; ``0.0``: spent)."""
+        if self.max_elapsed is None:
+            return None
+        return max(0.0, first_failure + self.max_elapsed - now)
 
     def delays(self, rng: random.Random | None = None) -> Iterator[float]:
         """Yields one "full jitter" delay per retry: uniform in [0, ceiling]."""
@@ -93,8 +111,9 @@ class DaemonOptions(ClientOptions):
     re-reading the discovery folder.
     """
 
-    public_api_dir: Path
-    """The worker's ``--public-api-dir`` (owner-only)."""
+    public_api_dir: Path | str | os.PathLike[str]
+    """The worker's ``--public-api-dir`` (owner-only). A ``str`` or path-like is accepted
+    and ``~`` is expanded; the attribute always holds a :class:`~pathlib.Path`."""
     expected_instance_id: str
     """The instance ID enrolment printed."""
     expected_certificate_sha256: str
@@ -105,6 +124,13 @@ class DaemonOptions(ClientOptions):
     """What ``GetServerInfo`` must report."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.public_api_dir, str | os.PathLike):
+            raise TypeError(
+                "public_api_dir must be a str or os.PathLike, "
+                f"not {type(self.public_api_dir).__name__}"
+            )
+        folder = Path(os.path.expanduser(os.fspath(self.public_api_dir)))
+        object.__setattr__(self, "public_api_dir", folder)
         _check_identity(self.expected_instance_id, self.expected_certificate_sha256)
 
 

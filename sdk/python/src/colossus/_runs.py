@@ -18,6 +18,8 @@ from ._connection import (
     Session,
     call_mutation_async,
     call_mutation_sync,
+    ready_async,
+    ready_sync,
     retry_async,
     retry_sync,
 )
@@ -175,7 +177,7 @@ class Runs:
             )
             return _convert.run(response.run)
 
-        return retry_sync(attempt, self._policy, what="GetRun")
+        return retry_sync(attempt, self._policy, what="GetRun", ready=ready_sync(self._backend))
 
     def list(
         self,
@@ -199,7 +201,9 @@ class Runs:
                     c.runs.ListRuns(request, timeout=c.timeout(timeout), metadata=c.metadata())
                 )
 
-            return retry_sync(attempt, self._policy, what="ListRuns")
+            return retry_sync(
+                attempt, self._policy, what="ListRuns", ready=ready_sync(self._backend)
+            )
 
         return RunPager(fetch)
 
@@ -302,7 +306,9 @@ class AsyncRuns:
             )
             return _convert.run(response.run)
 
-        return await retry_async(attempt, self._policy, what="GetRun")
+        return await retry_async(
+            attempt, self._policy, what="GetRun", ready=ready_async(self._backend)
+        )
 
     def list(
         self,
@@ -330,7 +336,9 @@ class AsyncRuns:
                     )
                 )
 
-            return await retry_async(attempt, self._policy, what="ListRuns")
+            return await retry_async(
+                attempt, self._policy, what="ListRuns", ready=ready_async(self._backend)
+            )
 
         return AsyncRunPager(fetch)
 

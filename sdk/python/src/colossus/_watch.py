@@ -20,7 +20,14 @@ import grpc
 import grpc.aio
 
 from . import _convert
-from ._connection import AsyncConnection, SyncConnection, retry_async, retry_sync
+from ._connection import (
+    AsyncConnection,
+    SyncConnection,
+    ready_async,
+    ready_sync,
+    retry_async,
+    retry_sync,
+)
 from ._errors import (
     ColossusError,
     TransportError,
@@ -192,7 +199,12 @@ class Watch:
             )
             return _convert.run(response.run)
 
-        return retry_sync(attempt, self._policy, what="GetRun")
+        return retry_sync(
+            attempt,
+            self._policy,
+            what="GetRun",
+            ready=ready_sync(self._backend),
+        )
 
     def _pause(self, resume: Resume | None, cause: ColossusError | None) -> None:
         if resume is None:
@@ -208,6 +220,10 @@ class Watch:
         if self._on_reconnect is not None:
             self._on_reconnect(info)
         time.sleep(resume.delay)
+        # While the worker is unreachable (a restart), wait for it within the elapsed
+        # budget instead of spending reconnect attempts on refused connections.
+        if not self._closed and not self._backend.connection().wait_ready(resume.ready_timeout):
+            raise _exhausted(cause)
 
     def _events(self) -> Iterator[RunEvent]:
         core = self._core
@@ -233,7 +249,11 @@ class Watch:
                         kind = event.WhichOneof("payload")
                         run_id, sequence = event.run_id, event.sequence
                         verdict = core.on_event(
-                            run_id, sequence, event, terminal=kind == "terminated"
+                            run_id,
+                            sequence,
+                            event,
+                            terminal=kind == "terminated",
+                            size=event.ByteSize(),
                         )
                         if verdict is DELIVER:
                             yield run_event(event, kind, run_id, sequence)
@@ -334,7 +354,9 @@ class AsyncWatch:
             )
             return _convert.run(response.run)
 
-        return await retry_async(attempt, self._policy, what="GetRun")
+        return await retry_async(
+            attempt, self._policy, what="GetRun", ready=ready_async(self._backend)
+        )
 
     async def _pause(self, resume: Resume | None, cause: ColossusError | None) -> None:
         if resume is None:
@@ -350,6 +372,10 @@ class AsyncWatch:
         if self._on_reconnect is not None:
             self._on_reconnect(info)
         await asyncio.sleep(resume.delay)
+        if not self._closed:
+            connection = await self._backend.connection()
+            if not await connection.wait_ready(resume.ready_timeout):
+                raise _exhausted(cause)
 
     async def _events(self) -> AsyncIterator[RunEvent]:
         core = self._core
@@ -380,7 +406,13 @@ class AsyncWatch:
                     event = response.event
                     kind = event.WhichOneof("payload")
                     run_id, sequence = event.run_id, event.sequence
-                    verdict = core.on_event(run_id, sequence, event, terminal=kind == "terminated")
+                    verdict = core.on_event(
+                        run_id,
+                        sequence,
+                        event,
+                        terminal=kind == "terminated",
+                        size=event.ByteSize(),
+                    )
                     if verdict is DELIVER:
                         yield run_event(event, kind, run_id, sequence)
             except grpc.RpcError as exc:

@@ -3,12 +3,14 @@
 The sync and async drivers feed it what the stream does; it answers what to do next.
 It keeps only the cursor, a bounded window of recently delivered events (to tell an exact
 replay from an altered one), and a reconnect budget, so memory is constant however long
-the run is.
+the run is and however large its events are.
 """
 
 from __future__ import annotations
 
 import enum
+import time
+from collections import deque
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -18,7 +20,9 @@ from ._models import Run
 from ._options import RetryPolicy
 
 REPLAY_WINDOW = 1024
-"""How many delivered events are remembered for replay comparison."""
+"""At most this many delivered events are remembered for replay comparison..."""
+REPLAY_WINDOW_BYTES = 8 * 1024 * 1024
+"""...and at most this many bytes of them (encoded size); the newest event always stays."""
 
 C = TypeVar("C", bound=Hashable)
 
@@ -50,6 +54,9 @@ class Resume:
     delay: float
     after_sequence: int
     attempt: int
+    ready_timeout: float | None = None
+    """How long, after ``delay``, the driver may wait for the worker to be reachable again
+    (what is left of the policy's ``max_elapsed``; ``None``: no limit)."""
 
 
 class WatchCore(Generic[C]):
@@ -62,21 +69,39 @@ class WatchCore(Generic[C]):
     __slots__ = (
         "_attempt",
         "_delays",
+        "_first_failure",
+        "_max_bytes",
+        "_max_events",
         "_policy",
         "_progressed",
         "_recent",
+        "_sizes",
         "_terminal_sequence",
+        "_window_bytes",
         "last_sequence",
         "run_id",
     )
 
-    def __init__(self, run_id: str, after_sequence: int, policy: RetryPolicy) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        after_sequence: int,
+        policy: RetryPolicy,
+        *,
+        max_events: int = REPLAY_WINDOW,
+        max_bytes: int = REPLAY_WINDOW_BYTES,
+    ) -> None:
         self.run_id = run_id
         self.last_sequence = after_sequence
         self._policy = policy
-        # Delivered sequences are contiguous, so the window is exactly the last
-        # REPLAY_WINDOW sequences up to last_sequence.
+        # Delivered sequences are contiguous, so the window is the last len(_recent)
+        # sequences up to last_sequence, oldest first; _sizes holds their sizes in order.
         self._recent: dict[int, C] = {}
+        self._sizes: deque[int] = deque()
+        self._window_bytes = 0
+        self._max_events = max_events
+        self._max_bytes = max_bytes
+        self._first_failure: float | None = None
         self._terminal_sequence: int | None = None
         self._attempt = 0
         self._delays: Iterator[float] = policy.delays()
@@ -87,8 +112,22 @@ class WatchCore(Generic[C]):
         """True once the terminal event was delivered."""
         return self._terminal_sequence is not None
 
-    def on_event(self, run_id: str, sequence: int, content: C, *, terminal: bool) -> Verdict:
-        """Classifies one received event; raises on a contract violation."""
+    def _remember(self, sequence: int, content: C, size: int) -> None:
+        recent = self._recent
+        recent[sequence] = content
+        sizes = self._sizes
+        sizes.append(size)
+        self._window_bytes += size
+        while len(sizes) > self._max_events or (
+            self._window_bytes > self._max_bytes and len(sizes) > 1
+        ):
+            del recent[sequence - len(sizes) + 1]
+            self._window_bytes -= sizes.popleft()
+
+    def on_event(
+        self, run_id: str, sequence: int, content: C, *, terminal: bool, size: int = 0
+    ) -> Verdict:
+        """Classifies one received event of ``size`` encoded bytes; raises on a violation."""
         # The common case first: the next sequence of this run, before the terminal event.
         # It passes every check below, so it is recorded exactly as the slow path would.
         if (
@@ -96,9 +135,7 @@ class WatchCore(Generic[C]):
             and self._terminal_sequence is None
             and run_id == self.run_id
         ):
-            recent = self._recent
-            recent[sequence] = content
-            recent.pop(sequence - REPLAY_WINDOW, None)
+            self._remember(sequence, content, size)
             self.last_sequence = sequence
             if terminal:
                 self._terminal_sequence = sequence
@@ -134,9 +171,7 @@ class WatchCore(Generic[C]):
                 reason="WATCH_GAP",
                 metadata={"expected": str(self.last_sequence + 1), "received": str(sequence)},
             )
-        recent = self._recent
-        recent[sequence] = content
-        recent.pop(sequence - REPLAY_WINDOW, None)
+        self._remember(sequence, content, size)
         self.last_sequence = sequence
         if terminal:
             self._terminal_sequence = sequence
@@ -144,17 +179,34 @@ class WatchCore(Generic[C]):
         self._progressed = True
         return Verdict.DELIVER
 
-    def on_retryable_failure(self) -> Resume | None:
-        """A retryable transport failure: the next reconnect, or ``None`` when exhausted."""
+    def on_retryable_failure(self, now: float | None = None) -> Resume | None:
+        """A retryable transport failure: the next reconnect, or ``None`` when exhausted.
+
+        Both budgets restart when an event was delivered since the previous failure: the
+        attempt count and the elapsed time (``now`` is ``time.monotonic()`` by default).
+        """
+        if now is None:
+            now = time.monotonic()
         if self._progressed:
             self._progressed = False
             self._attempt = 0
             self._delays = self._policy.delays()
+            self._first_failure = None
+        if self._first_failure is None:
+            self._first_failure = now
         delay = next(self._delays, None)
         if delay is None:
             return None
+        remaining = self._policy.remaining(self._first_failure, now)
+        if remaining is not None and remaining <= delay:
+            return None
         self._attempt += 1
-        return Resume(delay=delay, after_sequence=self.last_sequence, attempt=self._attempt)
+        return Resume(
+            delay=delay,
+            after_sequence=self.last_sequence,
+            attempt=self._attempt,
+            ready_timeout=None if remaining is None else remaining - delay,
+        )
 
     def on_clean_close(self, run: Run) -> CloseAction:
         """Reconciles a stream that ended with OK against ``GetRun`` (S1).

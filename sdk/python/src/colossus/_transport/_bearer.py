@@ -24,8 +24,8 @@ class Bearer:
         self.__value = value
 
     def authorization_metadata(self) -> tuple[str, str]:
-        """The ``authorization`` header pair for one call."""
-        return ("authorization", "Bearer " + self.__value)
+        """The ``authorization`` header pair for one call (its ``repr`` is redacted)."""
+        return AuthorizationHeader(("authorization", "Bearer " + self.__value))
 
     def reveal(self) -> str:
         """The raw value, for the SDK's own redaction tests and for providers only."""
@@ -43,3 +43,36 @@ class Bearer:
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class AuthorizationHeader(tuple[str, str]):
+    """The ``("authorization", "Bearer ...")`` pair, built per call for grpcio.
+
+    A plain tuple would print the bearer wherever it is shown as a local variable or an
+    attribute (``pytest --showlocals``, rich tracebacks, debuggers); this one shows
+    ``<redacted>`` instead, and cannot be pickled.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "('authorization', '<redacted>')"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> str:
+        raise TypeError("an authorization header cannot be pickled")
+
+
+class CallMetadata(tuple[tuple[str, str], ...]):
+    """Per-call metadata whose ``repr`` redacts the authorization value (see above)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "(" + ", ".join(repr(pair) for pair in self) + ")"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> str:
+        raise TypeError("call metadata cannot be pickled")

@@ -31,6 +31,11 @@ def channel_options(max_receive: int, max_send: int) -> Sequence[tuple[str, obje
         # A channel never shares a connection with another channel of the process, so the
         # connection this client uses is one it opened itself.
         ("grpc.use_local_subchannel_pool", 1),
+        # After the worker went away (a restart), look for it again at least every 2 s
+        # rather than grpcio's default of up to 120 s, so a waiting retry resumes promptly.
+        ("grpc.initial_reconnect_backoff_ms", 250),
+        ("grpc.min_reconnect_backoff_ms", 250),
+        ("grpc.max_reconnect_backoff_ms", 2000),
     )
 
 

@@ -115,28 +115,11 @@ def preflight(
 async def preflight_async(
     endpoint: Endpoint, expected_pin: str, anchor: LeafCertificate, timeout: float
 ) -> str:
-    """The same check on the running event loop."""
-    context = _tls13_context(anchor)
-    writer: asyncio.StreamWriter | None = None
-    try:
-        _, writer = await asyncio.wait_for(
-            asyncio.open_connection(
-                endpoint.host,
-                endpoint.port,
-                ssl=context,
-                server_hostname=endpoint.host,
-                ssl_handshake_timeout=timeout,
-            ),
-            timeout,
-        )
-        tls = writer.get_extra_info("ssl_object") if writer is not None else None
-        return _check_session(tls, expected_pin)
-    except (PinMismatchError, TlsPolicyError):
-        raise
-    except (OSError, ssl.SSLError, asyncio.TimeoutError) as exc:
-        raise _classify(exc) from None
-    finally:
-        if writer is not None:
-            # No graceful TLS shutdown: nothing was sent, and waiting for the peer's
-            # close_notify can take the loop's full SSL shutdown timeout.
-            writer.transport.abort()
+    """The same check for the asyncio client, run on a worker thread.
+
+    asyncio's TLS layer reports a server that refuses TLS 1.3 as a reset connection rather
+    than as the protocol alert the blocking ``ssl`` socket sees, so running the very same
+    blocking check keeps one verdict per server whichever client connects. The handshake
+    is bounded by ``timeout``.
+    """
+    return await asyncio.to_thread(preflight, endpoint, expected_pin, anchor, timeout)
