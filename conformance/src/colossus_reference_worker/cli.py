@@ -18,9 +18,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import logsetup
 from .config import SCOPES, Limits, WorkerConfig
 from .credentials import Credential, Grant
-from .errors import JournalIntegrityError
+from .errors import JournalIntegrityError, StorageUnavailable
 from .faults import add_arguments as add_fault_arguments
 from .faults import hooks_from_args
 from .sidecar.main import add_arguments as add_sidecar_arguments
@@ -61,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override one limit, e.g. max_active_runs_per_application=2")
     p.add_argument("--log-level", default="WARNING",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                   help="log to stderr from this level (default WARNING); bearers are never logged")
+                   help="log the worker's own messages to stderr from this level "
+                        "(default WARNING; libraries log from WARNING only); "
+                        "bearers are never logged")
 
     admin = p.add_argument_group("credential administration (worker stopped)")
     admin.add_argument("--enroll-application", metavar="APP", help="issue a credential to APP")
@@ -241,8 +244,7 @@ async def _serve(config: WorkerConfig, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logsetup.configure(args.log_level, sys.stderr)
     if args.sidecar:
         from .sidecar.main import run as run_sidecar
 
@@ -262,12 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     except StateLocked as exc:
         sys.stderr.write(f"colossus-reference-worker: error: {exc}\n")
         return EXIT_LOCKED
-    except StateError as exc:
+    except (StateError, StorageUnavailable) as exc:
         sys.stderr.write(f"colossus-reference-worker: error: {exc}\n")
         return EXIT_STATE
-    except JournalIntegrityError:
-        sys.stderr.write("colossus-reference-worker: error: the journal failed its integrity "
-                         "check; refusing to start\n")
+    except JournalIntegrityError as exc:
+        sys.stderr.write(f"colossus-reference-worker: error: the journal failed its integrity "
+                         f"check ({exc}); refusing to start\n")
         return EXIT_INTEGRITY
     except KeyboardInterrupt:
         return 130

@@ -12,6 +12,7 @@ from grpclib.encoding.base import CodecBase
 from grpclib.server import Stream
 
 from .errors import ApiError, invalid
+from .wire_schema import check_message
 
 M = TypeVar("M", bound=betterproto2.Message)
 
@@ -33,11 +34,9 @@ async def read_frame(stream: Stream[Any, Any], max_bytes: int) -> bytes | None:
     Returns None when the client ended its side of the stream cleanly before a frame.
     """
     raw = stream._stream  # grpclib exposes no hook at the length prefix
-    meta = await raw.recv_data(5)
+    meta = await _recv(raw, 5)
     if not meta:
         return None
-    if len(meta) < 5:
-        raise invalid("request", "the request message is truncated")
     compressed, length = struct.unpack(">?I", meta)
     if compressed:
         raise ApiError(Status.UNIMPLEMENTED, "FIELD_INVALID", "compressed messages are not supported",
@@ -47,10 +46,35 @@ async def read_frame(stream: Stream[Any, Any], max_bytes: int) -> bytes | None:
             Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
             f"the request exceeds {max_bytes} bytes", {"limit": "max_request_bytes"},
         )
-    data = await raw.recv_data(length)
+    data = await _recv(raw, length)
     if len(data) != length:
-        raise invalid("request", "the request message is truncated")
+        raise _truncated()
     return data
+
+
+async def _recv(raw: Any, size: int) -> bytes:
+    """``size`` bytes, or ``b""`` at a clean end of the client's stream.
+
+    grpclib's buffer asserts when the stream ends part-way through the bytes
+    asked for; that is a truncated request, the client's fault, not ours.
+    """
+    try:
+        data: bytes = await raw.recv_data(size)
+    except AssertionError:
+        raise _truncated() from None
+    if data and len(data) < size:
+        raise _truncated()
+    return data
+
+
+def _truncated() -> ApiError:
+    return invalid("request", "the request message is truncated")
+
+
+async def _expect_end(stream: Stream[Any, Any]) -> None:
+    """Refuse a second message where the method takes exactly one."""
+    if await _recv(stream._stream, 1):
+        raise invalid("request", "this method takes exactly one request message")
 
 
 def parse_request(message_type: type[M], data: bytes) -> M:
@@ -70,14 +94,17 @@ async def read_request(
     """Read the one request message of a unary or server-streaming call.
 
     The gRPC length prefix is checked against ``max_bytes`` first; the raw
-    bytes then pass ``guard`` (the wire-level checks) and only then are
-    decoded.
+    bytes then pass ``guard`` (the method's own limits) and the structural
+    check of :mod:`wire_schema`, the client's side must then end, and only
+    then is the message decoded.
     """
     data = await read_frame(stream, max_bytes)
     if data is None:
         raise invalid("request", "the request message is missing")
     if guard is not None:
         guard(data)
+    check_message(message_type, data)
+    await _expect_end(stream)
     return parse_request(message_type, data)
 
 
@@ -86,4 +113,5 @@ async def read_messages(
 ) -> AsyncIterator[M]:
     """Each request message of a client stream, every frame bounded by ``max_bytes``."""
     while (data := await read_frame(stream, max_bytes)) is not None:
+        check_message(message_type, data)
         yield parse_request(message_type, data)

@@ -52,6 +52,18 @@ class JournalIntegrityError(Exception):
     """The journal failed verification. Never shown to callers verbatim."""
 
 
+class StorageUnavailable(Exception):
+    """The journal cannot be written (read-only file system, I/O error).
+
+    The message names the cause for the operator's log; callers only learn
+    that storage is unavailable.
+    """
+
+
+class StorageFull(StorageUnavailable):
+    """The file system holding the journal has no space left."""
+
+
 # --- shorthands used across the worker -------------------------------------
 
 
@@ -79,6 +91,13 @@ def internal() -> ApiError:
 
 def unavailable(message: str = "the worker is shutting down") -> ApiError:
     return ApiError(Status.UNAVAILABLE, "UNAVAILABLE", message)
+
+
+def storage_unavailable(exc: StorageUnavailable) -> ApiError:
+    """What a caller learns when the journal cannot take a write (retryable)."""
+    if isinstance(exc, StorageFull):
+        return unavailable("the worker is out of storage; retry once space is freed")
+    return unavailable("the worker cannot write its journal; retry later")
 
 
 # --- google.rpc.Status / ErrorInfo wire encoding ------------------------------

@@ -21,6 +21,7 @@ from h2.settings import SettingCodes
 from .config import Limits
 from .handlers.pipeline import ConnectionTable
 from .hooks import WorkerHooks
+from .stream_limit import refuse_excess_streams
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +102,11 @@ _GOAWAY_ANY_STREAM = bytes.fromhex("000008" "07" "00" "00000000" "7fffffff" "000
 class _AppProxy(asyncio.Protocol):
     """Wraps grpclib's protocol to learn when a TLS session is up and when it ends."""
 
-    def __init__(self, listener: Listener, conn_id: int, inner: Any) -> None:
+    def __init__(self, listener: Listener, conn_id: int, inner: Any, slot: _Slot) -> None:
         self._listener = listener
         self._conn_id = conn_id
         self._inner = inner
+        self._slot = slot
         self._peer: Any = None
         self._age_timer: asyncio.TimerHandle | None = None
         self._transport: asyncio.Transport | None = None
@@ -129,6 +131,7 @@ class _AppProxy(asyncio.Protocol):
                 SettingCodes.MAX_CONCURRENT_STREAMS: limits.max_concurrent_streams_per_connection,
             })
             self._inner.connection.flush()
+            refuse_excess_streams(h2)
         self._transport = transport
         self._age_timer = asyncio.get_running_loop().call_later(
             limits.max_connection_age_seconds, self._retire
@@ -184,9 +187,27 @@ class _AppProxy(asyncio.Protocol):
         if self._age_timer is not None:
             self._age_timer.cancel()
         self._listener.connections.by_peer.pop(self._peer, None)
-        self._listener.open_connections -= 1
+        self._slot.release()
         if self._early is None:
             self._inner.connection_lost(exc)
+
+
+class _Slot:
+    """One connection's place under the connection limit, given back exactly once.
+
+    A connection can end along several paths (failed handshake, peer gone during
+    it, ``connection_lost`` after either); each calls :meth:`release`, and only
+    the first one counts.
+    """
+
+    def __init__(self, listener: Listener) -> None:
+        self._listener: Listener | None = listener
+        listener.open_connections += 1
+
+    def release(self) -> None:
+        if self._listener is not None:
+            self._listener.open_connections -= 1
+            self._listener = None
 
 
 class _Gate(asyncio.Protocol):
@@ -230,17 +251,17 @@ class Listener:
             transport.abort()
             self.hooks.on_connection(conn_id, None, False)
             return
-        self.open_connections += 1
+        slot = _Slot(self)
         task = asyncio.get_running_loop().create_task(
-            self._handshake(conn_id, transport, inner_factory)
+            self._handshake(conn_id, transport, inner_factory, slot)
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _handshake(self, conn_id: int, transport: asyncio.Transport,
-                         inner_factory: Callable[[], Any]) -> None:
+                         inner_factory: Callable[[], Any], slot: _Slot) -> None:
         loop = asyncio.get_running_loop()
-        proxy = _AppProxy(self, conn_id, inner_factory())
+        proxy = _AppProxy(self, conn_id, inner_factory(), slot)
         try:
             tls_transport = await loop.start_tls(
                 transport, proxy, self.ctx, server_side=True,
@@ -248,15 +269,16 @@ class Listener:
             )
         except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as exc:
             log.debug("connection %d: TLS handshake failed: %s", conn_id, type(exc).__name__)
-            self.open_connections -= 1
+            slot.release()
             transport.abort()
             self.hooks.on_connection(conn_id, None, False)
+            return
         except asyncio.CancelledError:
-            self.open_connections -= 1
+            slot.release()
             transport.abort()
             raise
         if tls_transport is None:  # the peer went away during the handshake
-            self.open_connections -= 1
+            slot.release()
             self.hooks.on_connection(conn_id, None, False)
             return
         proxy.connection_made(tls_transport)

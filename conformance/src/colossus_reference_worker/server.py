@@ -10,6 +10,7 @@ import asyncio
 import logging
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from grpclib.server import Server
@@ -19,7 +20,7 @@ from .config import WorkerConfig
 from .credentials import Credential, CredentialBook, Grant
 from .discovery import DiscoveryFiles, endpoint_url
 from .engine.engine import RunEngine
-from .errors import ErrorInfoDetailsCodec
+from .errors import ErrorInfoDetailsCodec, StorageUnavailable
 from .handlers.pipeline import ConnectionTable, Pipeline
 from .handlers.runs import RunService
 from .handlers.system import SystemService
@@ -27,7 +28,14 @@ from .hooks import NO_HOOKS, WorkerHooks
 from .journal import Journal
 from .listener import Listener
 from .plugins import ServiceContext, load_artifact_plugin
-from .state import StateLock, ensure_private_dir, read_private_file, secret_file, write_private_file
+from .state import (
+    StateError,
+    StateLock,
+    ensure_private_dir,
+    read_private_file,
+    secret_file,
+    write_private_file,
+)
 from .tls import TlsIdentity, load_identity
 
 log = logging.getLogger(__name__)
@@ -68,17 +76,32 @@ class Workspace:
 def open_workspace(config: WorkerConfig) -> Workspace:
     """Lock and open the state folder (used by serving and by enrolment)."""
     state = config.state_dir
-    ensure_private_dir(state)
-    lock = StateLock(state)
-    lock.acquire()
+    try:
+        ensure_private_dir(state)
+        lock = StateLock(state)
+        lock.acquire()
+    except OSError as exc:
+        raise StateError(_unusable(state, exc)) from None
     try:
         identity = load_identity(state, config.host)
         journal = Journal(state / "journal.sqlite3", secret_file(state / "journal-key"))
         credentials = CredentialBook(journal, secret_file(state / "verifier-key"))
+    except OSError as exc:
+        lock.release()
+        raise StateError(_unusable(state, exc)) from None
+    except StorageUnavailable as exc:
+        lock.release()
+        raise StateError(f"the state folder is not writable: {exc}") from None
     except BaseException:
         lock.release()
         raise
+    for stream in journal.damaged_streams():
+        log.error("journal stream %s does not end at its sealed head; its reads fail", stream)
     return Workspace(config, lock, identity, journal, credentials)
+
+
+def _unusable(state: Path, exc: OSError) -> str:
+    return f"the state folder is not usable: {exc.filename or state}: {exc.strerror or exc}"
 
 
 @dataclass

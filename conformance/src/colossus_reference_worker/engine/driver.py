@@ -6,9 +6,10 @@ import asyncio
 import logging
 import os
 import secrets
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import JournalIntegrityError
+from ..errors import JournalIntegrityError, StorageUnavailable
 from ..runtime.executor import Executor, RunCancelled, RunFailed, WorkerCrash
 from .model import TERMINAL, Event
 from .runs import EventLimitReached, now_us
@@ -17,6 +18,11 @@ if TYPE_CHECKING:
     from .engine import RunEngine
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# Waits between attempts to record a run's progress while the journal cannot be written.
+_STORAGE_RETRY_FIRST_SECONDS = 0.1
+_STORAGE_RETRY_MAX_SECONDS = 2.0
 
 
 class RunDriver:
@@ -56,22 +62,43 @@ class RunDriver:
             raise RunCancelled()
         return self.engine.append(self.run_id, event, pc=pc, private=private)
 
+    async def _durably(self, write: Callable[[], T]) -> T:
+        """Run one journal write, waiting for storage to come back if it cannot be made.
+
+        A full disk must not leave a run RUNNING with no driver and its active-run
+        slot held: the run keeps its place and retries the very write that failed
+        (nothing of it was committed), so it ends in a recorded state once space is
+        freed. A graceful stop cancels the wait and leaves the run to recovery.
+        """
+        delay = _STORAGE_RETRY_FIRST_SECONDS
+        while True:
+            try:
+                return write()
+            except StorageUnavailable as exc:
+                if delay == _STORAGE_RETRY_FIRST_SECONDS:
+                    log.error("run %s waits for storage: %s", self.run_id, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _STORAGE_RETRY_MAX_SECONDS)
+
     async def set_status(self, status: str, pc: int | None = None) -> None:
-        state = self.engine.state_of(self.run_id)
-        self._append({"type": "status", "previous": state["status"], "status": status}, pc)
+        def write() -> None:
+            state = self.engine.state_of(self.run_id)
+            self._append({"type": "status", "previous": state["status"], "status": status}, pc)
+        await self._durably(write)
 
     async def output(self, text: str, pc: int | None) -> None:
         size = len(text.encode())
         if self.output_bytes + size > self.engine.limits.max_output_bytes:
             raise RunFailed("output_limit", "the run released more text than allowed")
-        self._append({"type": "output", "text": text}, pc)
+        await self._durably(lambda: self._append({"type": "output", "text": text}, pc))
         self.output_bytes += size
         await asyncio.sleep(0)
 
     async def tool(self, activity_id: str, action_class: str, category: str, phase: str,
                    pc: int | None) -> None:
-        self._append({"type": "tool", "activity_id": activity_id, "action_class": action_class,
-                      "display_category": category, "phase": phase}, pc)
+        await self._durably(lambda: self._append(
+            {"type": "tool", "activity_id": activity_id, "action_class": action_class,
+             "display_category": category, "phase": phase}, pc))
         await asyncio.sleep(0)
 
     async def _ask(self, interaction: dict[str, Any], pc: int, private: dict[str, Any]) -> Any:
@@ -92,18 +119,23 @@ class RunDriver:
                     return await self.answer
                 finally:
                     self.answer = None
-        state = self.engine.state_of(self.run_id)
-        interaction["id"] = f"ix_{state['last_sequence'] + 2}"
-        interaction["create_time"] = now_us()
         loop = asyncio.get_running_loop()
+
+        def write() -> None:
+            state = self.engine.state_of(self.run_id)
+            interaction["id"] = f"ix_{state['last_sequence'] + 2}"
+            interaction["create_time"] = now_us()
+            # Both records or neither: recovery must never see WAITING_FOR_INPUT without
+            # the interaction it waits on.
+            with self.engine.store.transaction():
+                self._append({"type": "status", "previous": state["status"],
+                              "status": "WAITING_FOR_INPUT"}, pc)
+                self.engine.append(self.run_id, {"type": "interaction_requested",
+                                                 "interaction": interaction}, pc=pc,
+                                   private=private)
+
+        await self._durably(write)
         self.answer = loop.create_future()
-        # Both records or neither: recovery must never see WAITING_FOR_INPUT without
-        # the interaction it waits on.
-        with self.engine.store.transaction():
-            self._append({"type": "status", "previous": state["status"],
-                          "status": "WAITING_FOR_INPUT"}, pc)
-            self.engine.append(self.run_id, {"type": "interaction_requested",
-                                             "interaction": interaction}, pc=pc, private=private)
         try:
             return await self.answer
         finally:
@@ -148,13 +180,15 @@ class RunDriver:
                 if self.engine.state_of(self.run_id)["status"] == "QUEUED":
                     await self.set_status("RUNNING", pc=start_pc)
                 result = await self.executor.run(self, start_pc)
-                self._finish("SUCCEEDED", result)
+                await self._durably(lambda: self._finish("SUCCEEDED", result))
             except RunCancelled:
-                self._finish("CANCELLED", self.executor.result())
+                await self._durably(lambda: self._finish("CANCELLED", self.executor.result()))
             except RunFailed as failure:
-                self._fail(failure.code, failure.message)
+                code, message = failure.code, failure.message
+                await self._durably(lambda: self._fail(code, message))
             except EventLimitReached:
-                self._fail("event_limit", "the run reached its event limit")
+                await self._durably(
+                    lambda: self._fail("event_limit", "the run reached its event limit"))
             except WorkerCrash:
                 log.warning("crash step: stopping the worker abruptly")
                 os._exit(137)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import re
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -34,6 +35,8 @@ from .runs import EventLimitReached, FullRun, RunStore, RunTail, now_us
 from .validation import OPAQUE_ID, ArtifactLookup, validate_create
 
 log = logging.getLogger(__name__)
+
+_INTERACTION_SEQUENCE = re.compile(r"[1-9][0-9]{0,8}")
 
 
 class RunEngine:
@@ -332,8 +335,14 @@ class RunEngine:
     def _find_interaction(self, run_id: str, interaction_id: str) -> dict[str, Any]:
         not_found = ApiError(Status.NOT_FOUND, "INTERACTION_NOT_FOUND", "interaction not found",
                              {"field": "interaction_id"})
-        if not interaction_id.startswith("ix_") or not interaction_id[3:].isdigit():
+        if not OPAQUE_ID.fullmatch(interaction_id):
+            raise invalid("interaction_id", "interaction_id must be 1-64 characters of "
+                          "[A-Za-z0-9_-]")
+        if not interaction_id.startswith("ix_"):
             raise not_found
+        # The worker's own IDs are ix_<event sequence>, which fits in the event budget.
+        if not _INTERACTION_SEQUENCE.fullmatch(interaction_id[3:]):
+            raise invalid("interaction_id", "interaction_id is not an interaction ID of this run")
         seq = int(interaction_id[3:])
         rec = self.store.event_record(run_id, seq)
         if rec is None:

@@ -23,7 +23,14 @@ from grpclib.server import Stream
 from ..auth import METHOD_SCOPES, require_scope
 from ..config import WorkerConfig
 from ..credentials import CredentialBook, Principal
-from ..errors import ApiError, JournalIntegrityError, integrity_failure, internal
+from ..errors import (
+    ApiError,
+    JournalIntegrityError,
+    StorageUnavailable,
+    integrity_failure,
+    internal,
+    storage_unavailable,
+)
 from ..hooks import WorkerHooks
 
 log = logging.getLogger(__name__)
@@ -59,13 +66,15 @@ class Pipeline:
         """Read one request under the decode permits and the setup deadline.
 
         Permits are taken after authentication and before any message byte is
-        read, so unauthenticated peers cannot hold them.
+        read, so unauthenticated peers cannot hold them. The application's own
+        permit comes first: a call queued behind its application's other calls
+        must not sit on a global permit that other applications need.
         """
         limits = self.config.limits
         app = self._app_decodes.setdefault(
             principal.application_id, asyncio.Semaphore(limits.decode_permits_per_application)
         )
-        async with self._decodes, app:
+        async with app, self._decodes:
             try:
                 return await asyncio.wait_for(read(stream), limits.request_setup_timeout_seconds)
             except asyncio.TimeoutError:
@@ -105,6 +114,9 @@ class Pipeline:
         except JournalIntegrityError:
             log.error("%s: journal integrity check failed", method)
             raise integrity_failure().to_grpc() from None
+        except StorageUnavailable as exc:
+            log.error("%s: the journal cannot be written: %s", method, exc)
+            raise storage_unavailable(exc).to_grpc() from None
         except Exception:
             log.exception("%s: unexpected failure", method)
             raise internal().to_grpc() from None

@@ -10,7 +10,15 @@ concurrency). Reads come in two strengths:
 * :meth:`Journal.read_stream` walks a stream from its first record and checks
   every hash and every link (a full, verified read).
 
+Every append also updates the stream's sealed head and the journal's sealed
+checkpoint (:mod:`.heads`) in the same transaction; reads check that a stream
+ends at its head, and opening the journal checks the checkpoint, so dropping a
+stream's newest records is detected too.
+
 Any mismatch raises :class:`~colossus_reference_worker.errors.JournalIntegrityError`.
+SQLite failures are translated once, here: a damaged file is an integrity
+failure, a full disk :class:`~colossus_reference_worker.errors.StorageFull`,
+a read-only or failing one :class:`~colossus_reference_worker.errors.StorageUnavailable`.
 """
 
 from __future__ import annotations
@@ -18,14 +26,18 @@ from __future__ import annotations
 import contextlib
 import hmac
 import itertools
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalIntegrityError
+from ..errors import JournalIntegrityError, StorageFull, StorageUnavailable
+from .heads import HEADS_SCHEMA, checkpoint_seal, head_seal, seal_matches
 from .records import GENESIS, Record, canonical_json, record_hash
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -47,8 +59,25 @@ BEGIN SELECT RAISE(ABORT, 'journal records are append-only'); END;
 _COLUMNS = "stream, version, kind, payload, prev_hash, hash"
 
 
+# Primary SQLite result codes (the extended code's low byte).
+_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CORRUPT = 3, 8, 10, 11
+_SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 13, 14, 26
+
+
 class ConcurrencyConflict(Exception):
     """Another writer appended to the stream first."""
+
+
+def _translate(exc: sqlite3.Error, path: Path) -> Exception:
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF
+    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return JournalIntegrityError(f"{path} is damaged ({exc})")
+    if primary == _SQLITE_FULL:
+        return StorageFull(f"no space left for {path} ({exc})")
+    if primary in (_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CANTOPEN):
+        return StorageUnavailable(f"{path} cannot be written ({exc})")
+    return exc
 
 
 class Journal:
@@ -56,23 +85,100 @@ class Journal:
 
     def __init__(self, path: Path, key: bytes) -> None:
         self._key = key
-        # Create the file owner-only first; SQLite gives its -wal and -shm files
-        # the same mode.
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # FULL: every acknowledged commit is on disk before the RPC answers, so an
-        # OS crash or power loss cannot take back a run or idempotency claim the
-        # client was told about. NORMAL would only survive a process kill.
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        self._path = path
         self._in_tx = False
         # How many records have had their hash checked; tests use it to show that a
         # mutation's work does not grow with the run's history (W12).
         self.records_verified = 0
+        # Create the file owner-only first; SQLite gives its -wal and -shm files
+        # the same mode.
+        try:
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        except OSError as exc:
+            raise StorageUnavailable(f"{path} cannot be opened for writing ({exc.strerror})") from None
+        with self._sqlite_errors():
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # FULL: every acknowledged commit is on disk before the RPC answers, so an
+            # OS crash or power loss cannot take back a run or idempotency claim the
+            # client was told about. NORMAL would only survive a process kill.
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA + HEADS_SCHEMA)
+            self._check_checkpoint()
 
     def close(self) -> None:
         self._db.close()
+
+    @contextlib.contextmanager
+    def _sqlite_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error as exc:
+            translated = _translate(exc, self._path)
+            if translated is exc:
+                raise
+            raise translated from None
+
+    def _sql(self, query: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        with self._sqlite_errors():
+            return self._db.execute(query, params)
+
+    # --- the checkpoint -----------------------------------------------------------
+
+    def _check_checkpoint(self) -> None:
+        """Compare the sealed checkpoint with the records actually present.
+
+        A journal written before checkpoints existed is sealed as it is found.
+        """
+        count, position = self._db.execute(
+            "SELECT COUNT(*), COALESCE(MAX(position), 0) FROM records").fetchone()
+        row = self._db.execute("SELECT records, position, seal FROM checkpoint").fetchone()
+        if row is None:
+            if count:
+                log.warning("sealing a journal written before stream heads existed (%d records)",
+                            count)
+            with self.transaction():
+                self._seal_as_found(count, position)
+            return
+        records, last, seal = row
+        if not seal_matches(checkpoint_seal(self._key, records, last), seal):
+            raise JournalIntegrityError(f"{self._path}: the journal checkpoint was altered")
+        if (records, last) != (count, position):
+            raise JournalIntegrityError(
+                f"{self._path}: the checkpoint names {records} records up to position {last}, "
+                f"the file holds {count} up to {position}; records were removed")
+
+    def _seal_as_found(self, count: int, position: int) -> None:
+        rows = self._db.execute(
+            "SELECT r.stream, r.version, r.hash FROM records r JOIN "
+            "(SELECT stream, MAX(version) AS version FROM records GROUP BY stream) m "
+            "ON r.stream = m.stream AND r.version = m.version").fetchall()
+        for stream, version, digest in rows:
+            self._set_head(stream, version, bytes(digest))
+        self._db.execute("INSERT INTO checkpoint (id, records, position, seal) VALUES (1, ?, ?, ?)",
+                         (count, position, checkpoint_seal(self._key, count, position)))
+
+    def damaged_streams(self) -> list[str]:
+        """Streams that do not end at their sealed head (a full scan, for start-up)."""
+        with self._sqlite_errors():
+            rows = self._db.execute(
+                "SELECT m.stream, m.version, r.hash, h.version, h.hash, h.seal FROM "
+                "(SELECT stream, MAX(version) AS version FROM records GROUP BY stream) m "
+                "JOIN records r ON r.stream = m.stream AND r.version = m.version "
+                "LEFT JOIN heads h ON h.stream = m.stream").fetchall()
+            orphans = self._db.execute(
+                "SELECT stream FROM heads WHERE stream NOT IN (SELECT stream FROM records)"
+            ).fetchall()
+        damaged = [row[0] for row in orphans]
+        for stream, version, digest, head_version, head_digest, seal in rows:
+            if (head_version is None
+                    or not seal_matches(head_seal(self._key, stream, head_version,
+                                                  bytes(head_digest)), seal)
+                    or (head_version, bytes(head_digest)) != (version, bytes(digest))):
+                damaged.append(stream)
+        return damaged
 
     # --- writing --------------------------------------------------------------
 
@@ -82,17 +188,28 @@ class Journal:
         if self._in_tx:
             yield
             return
-        self._db.execute("BEGIN IMMEDIATE")
+        self._sql("BEGIN IMMEDIATE")
         self._in_tx = True
         try:
             yield
+            self._sql("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            # A failed COMMIT (a full disk, say) leaves the transaction open; a failed
+            # statement may already have rolled it back.
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
             raise
-        else:
-            self._db.execute("COMMIT")
         finally:
             self._in_tx = False
+
+    def _set_head(self, stream: str, version: int, digest: bytes) -> None:
+        self._db.execute(
+            "INSERT INTO heads (stream, version, hash, seal) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (stream) DO UPDATE SET version = excluded.version, "
+            "hash = excluded.hash, seal = excluded.seal",
+            (stream, version, digest, head_seal(self._key, stream, version, digest)),
+        )
 
     def append(
         self, stream: str, version: int, kind: str, payload: dict[str, Any], prev: Record | None
@@ -105,10 +222,16 @@ class Journal:
         text = canonical_json(payload)
         digest = record_hash(self._key, prev_hash, stream, version, kind, text)
         try:
-            with self.transaction():
-                self._db.execute(
+            with self.transaction(), self._sqlite_errors():
+                position = self._db.execute(
                     f"INSERT INTO records ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
                     (stream, version, kind, text, prev_hash, digest),
+                ).lastrowid
+                self._set_head(stream, version, digest)
+                (records,) = self._db.execute("SELECT records FROM checkpoint").fetchone()
+                self._db.execute(
+                    "UPDATE checkpoint SET records = ?, position = ?, seal = ?",
+                    (records + 1, position, checkpoint_seal(self._key, records + 1, position or 0)),
                 )
         except sqlite3.IntegrityError:
             raise ConcurrencyConflict(stream) from None
@@ -124,12 +247,34 @@ class Journal:
             raise JournalIntegrityError(f"record hash mismatch in {stream}@{version}")
         return Record(stream, version, kind, text, bytes(prev_hash), bytes(digest))
 
+    def _head(self, stream: str) -> tuple[int, bytes] | None:
+        """The sealed head of ``stream``: its newest version and hash."""
+        row = self._sql("SELECT version, hash, seal FROM heads WHERE stream = ?",
+                        (stream,)).fetchone()
+        if row is None:
+            return None
+        version, digest, seal = row[0], bytes(row[1]), row[2]
+        if not seal_matches(head_seal(self._key, stream, version, digest), seal):
+            raise JournalIntegrityError(f"the head of {stream} was altered")
+        return version, digest
+
+    def _check_ends_at_head(self, stream: str, last: Record | None) -> None:
+        head = self._head(stream)
+        if last is None:
+            if head is not None:
+                raise JournalIntegrityError(f"{stream} lost its records")
+        elif head != (last.version, last.hash):
+            raise JournalIntegrityError(f"{stream} does not end at its sealed head")
+
     def record(self, stream: str, version: int) -> Record | None:
         """One record, its own hash checked (and the genesis link for version 1)."""
-        row = self._db.execute(
+        row = self._sql(
             f"SELECT {_COLUMNS} FROM records WHERE stream = ? AND version = ?", (stream, version)
         ).fetchone()
         if row is None:
+            head = self._head(stream)
+            if head is not None and head[0] >= version:
+                raise JournalIntegrityError(f"{stream}@{version} is missing")
             return None
         rec = self._check(row)
         if version == 1 and rec.prev_hash != GENESIS:
@@ -138,12 +283,13 @@ class Journal:
 
     def tail(self, stream: str, count: int = 2) -> list[Record]:
         """The last ``count`` records, oldest first, hashes and links checked."""
-        rows = self._db.execute(
+        rows = self._sql(
             f"SELECT {_COLUMNS} FROM records WHERE stream = ? ORDER BY version DESC LIMIT ?",
             (stream, count),
         ).fetchall()
         records = [self._check(r) for r in reversed(rows)]
         _check_links(records)
+        self._check_ends_at_head(stream, records[-1] if records else None)
         if records and records[0].version == 1 and records[0].prev_hash != GENESIS:
             raise JournalIntegrityError(f"broken genesis link in {stream}")
         return records
@@ -154,13 +300,18 @@ class Journal:
 
     def range(self, stream: str, first: int, last: int) -> list[Record]:
         """Records ``first..last`` inclusive, hashes and links among them checked."""
-        rows = self._db.execute(
+        rows = self._sql(
             f"SELECT {_COLUMNS} FROM records WHERE stream = ? AND version BETWEEN ? AND ? "
             "ORDER BY version",
             (stream, first, last),
         ).fetchall()
         records = [self._check(r) for r in rows]
         _check_links(records)
+        if len(records) != max(0, last - first + 1):
+            head = self._head(stream)
+            present = 0 if head is None else max(0, min(last, head[0]) - first + 1)
+            if len(records) != present:
+                raise JournalIntegrityError(f"{stream} is missing records in {first}..{last}")
         return records
 
     def read_stream(
@@ -170,12 +321,13 @@ class Journal:
         prev = start_after
         version = 0 if prev is None else prev.version
         while True:
-            rows = self._db.execute(
+            rows = self._sql(
                 f"SELECT {_COLUMNS} FROM records WHERE stream = ? AND version > ? "
                 "ORDER BY version LIMIT ?",
                 (stream, version, batch),
             ).fetchall()
             if not rows:
+                self._check_ends_at_head(stream, prev)
                 return
             for row in rows:
                 rec = self._check(row)
@@ -187,7 +339,7 @@ class Journal:
 
     def streams_with_prefix(self, prefix: str, kind: str) -> list[str]:
         """Names of streams whose first record has ``kind`` (start-up scans only)."""
-        rows = self._db.execute(
+        rows = self._sql(
             "SELECT stream FROM records WHERE version = 1 AND kind = ? AND stream LIKE ? "
             "ORDER BY position",
             (kind, prefix.replace("%", "") + "%"),

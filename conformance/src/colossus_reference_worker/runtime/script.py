@@ -20,6 +20,8 @@ MAX_STEPS = 20_000
 MAX_QUESTION_BYTES = 4096
 MAX_CHOICE_BYTES = 256
 _FAILURE_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# ASCII digits only (str.isdigit and \d accept other scripts' digits), and short.
+_NUMBER = re.compile(r"[0-9]{1,6}")
 
 
 class ScriptError(ValueError):
@@ -106,7 +108,7 @@ def _step(words: str, line: int) -> Step:
     if op == "sleep":
         if rest == "forever":
             return Step("sleep", millis=-1)
-        if not rest.isdigit() or int(rest) > 600_000:
+        if not _NUMBER.fullmatch(rest) or int(rest) > 600_000:
             raise ScriptError(f"line {line}: sleep MILLISECONDS (at most 600000) or forever")
         return Step("sleep", millis=int(rest))
     if op == "fail":
@@ -135,7 +137,7 @@ def parse(text: str) -> list[Step]:
         if not line or line.startswith("#"):
             continue
         count = 1
-        match = re.fullmatch(r"repeat\s+(\d+)\s+(.+)", line)
+        match = re.fullmatch(r"repeat\s+([0-9]{1,6})\s+(.+)", line)
         if match:
             count = int(match.group(1))
             line = match.group(2)

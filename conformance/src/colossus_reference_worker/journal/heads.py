@@ -1,0 +1,51 @@
+"""Sealed stream heads and the journal checkpoint: what makes truncation visible.
+
+Each stream is hash-chained on its own, so dropping its newest records leaves a
+shorter chain that still verifies. Two sealed summaries, written in the same
+transaction as every append, close that gap:
+
+* ``heads``: per stream, the version and hash of its newest record. A read that
+  ends anywhere else, or a stream that lost every record, fails verification.
+* ``checkpoint``: one row with the number of records and the highest position.
+  It catches records dropped together with their stream's head row.
+
+Both are sealed with HMAC-SHA256 under the journal key, with their own domain
+labels, so they cannot be rewritten without that key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import struct
+
+HEADS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS heads (
+    stream  TEXT    PRIMARY KEY,
+    version INTEGER NOT NULL,
+    hash    BLOB    NOT NULL,
+    seal    BLOB    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoint (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    records  INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    seal     BLOB    NOT NULL
+);
+"""
+
+
+def head_seal(key: bytes, stream: str, version: int, digest: bytes) -> bytes:
+    name = stream.encode()
+    message = b"".join((b"colossus.journal.head\0", struct.pack(">I", len(name)), name,
+                        struct.pack(">Q", version), digest))
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def checkpoint_seal(key: bytes, records: int, position: int) -> bytes:
+    message = b"colossus.journal.checkpoint\0" + struct.pack(">QQ", records, position)
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def seal_matches(expected: bytes, stored: bytes) -> bool:
+    return hmac.compare_digest(expected, bytes(stored))

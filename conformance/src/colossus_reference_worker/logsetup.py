@@ -1,0 +1,48 @@
+"""Logging for the worker process: its own loggers at the chosen level, secrets redacted.
+
+Levels apply to the ``colossus_reference_worker`` loggers only. Libraries stay at
+WARNING whatever ``--log-level`` says: at DEBUG the HTTP/2 header decoder logs
+every header it decodes, ``authorization`` included. The formatter then redacts
+anything shaped like a bearer from every line it writes (messages, arguments and
+tracebacks alike), in case a future log call forgets.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import IO
+
+_PACKAGE = "colossus_reference_worker"
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+REDACTED = "[redacted]"
+# An issued bearer anywhere, and whatever follows the Bearer scheme name.
+_SECRETS = (
+    re.compile(r"cb1_[A-Za-z0-9_-]+"),
+    re.compile(r"(?i)(?<=bearer)(\s+|%20)[\x21-\x7e]+"),
+)
+
+
+def redact(text: str) -> str:
+    """``text`` with every bearer-shaped substring replaced."""
+    text = _SECRETS[0].sub(REDACTED, text)
+    return _SECRETS[1].sub(" " + REDACTED, text)
+
+
+class RedactingFormatter(logging.Formatter):
+    """A formatter whose output never contains a bearer-shaped string."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def configure(level: str, stream: IO[str]) -> None:
+    """Send log lines to ``stream``: the worker's from ``level``, libraries' from WARNING."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(RedactingFormatter(_FORMAT))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger(_PACKAGE).setLevel(level)
