@@ -144,7 +144,7 @@ class Artifacts:
     ) -> m.Artifact:
         """Uploads ``data`` once (never retried). Returns the stored artifact."""
         conn = self._backend.connection()
-        digest, messages = _upload_messages(conn, bytes(data), media_type, display_name)
+        digest, messages = _upload_messages(conn, _as_bytes(data), media_type, display_name)
         try:
             response = conn.artifacts.UploadArtifact(
                 iter(messages), timeout=conn.timeout(timeout), metadata=conn.metadata()
@@ -183,6 +183,14 @@ class Artifacts:
         )
 
 
+def _as_bytes(data: object) -> bytes:
+    if isinstance(data, str):
+        raise TypeError("data must be bytes, not str: encode text first, e.g. text.encode()")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"data must be bytes-like, not {type(data).__name__}")
+    return bytes(data)
+
+
 class AsyncArtifacts:
     """The async twin of :class:`Artifacts`."""
 
@@ -199,7 +207,7 @@ class AsyncArtifacts:
     ) -> m.Artifact:
         """Uploads ``data`` once (never retried). Returns the stored artifact."""
         conn = await self._backend.connection()
-        digest, messages = _upload_messages(conn, bytes(data), media_type, display_name)
+        digest, messages = _upload_messages(conn, _as_bytes(data), media_type, display_name)
 
         async def requests() -> AsyncIterator[artifacts_pb2.UploadArtifactRequest]:
             for message in messages:

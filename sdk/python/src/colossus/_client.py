@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
+from collections.abc import Awaitable, Generator
+from pathlib import Path
 from types import TracebackType
+from typing import Any, cast
 
 from ._artifacts import Artifacts, AsyncArtifacts
-from ._connection import AsyncConnection, SyncConnection, Target, connect_async, connect_sync
+from ._connection import (
+    DEFAULT,
+    AsyncConnection,
+    SyncConnection,
+    Target,
+    connect_async,
+    connect_sync,
+)
 from ._errors import ClientClosedError
 from ._models import DeploymentMode, ServerInfo
-from ._options import DaemonOptions, SidecarOptions
+from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._runs import AsyncRuns, Runs
 from ._sidecar import BootstrapReply, SidecarSupervisor
 from ._transport._descriptor import discover
@@ -18,7 +29,7 @@ from ._transport._descriptor import discover
 
 def _daemon_target(options: DaemonOptions) -> Target:
     found = discover(
-        options.public_api_dir,
+        Path(options.public_api_dir),
         expected_instance_id=options.expected_instance_id,
         expected_certificate_sha256=options.expected_certificate_sha256,
     )
@@ -152,6 +163,70 @@ class _AsyncSidecarBackend:
         await asyncio.to_thread(self._supervisor.close)
 
 
+# --- per-client overrides (with_options) -------------------------------------------------
+
+
+class _ConnectionView:
+    """A connection seen with other default options (timeout, retry); all else shared."""
+
+    def __init__(self, connection: Any, options: ClientOptions) -> None:
+        self._connection = connection
+        self.options = options
+
+    def timeout(self, timeout: float | object | None) -> float | None:
+        if timeout is DEFAULT:
+            return self.options.timeout
+        return cast("float | None", timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+class _SyncOverride:
+    def __init__(self, inner: Any, changes: dict[str, Any]) -> None:
+        self._inner = inner
+        self._changes = changes
+
+    def connection(self) -> SyncConnection:
+        conn = self._inner.connection()
+        view = _ConnectionView(conn, dataclasses.replace(conn.options, **self._changes))
+        return cast(SyncConnection, view)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _AsyncOverride:
+    def __init__(self, inner: Any, changes: dict[str, Any]) -> None:
+        self._inner = inner
+        self._changes = changes
+
+    @property
+    def _connection(self) -> AsyncConnection | None:
+        return cast("AsyncConnection | None", self._inner._connection)
+
+    async def connection(self) -> AsyncConnection:
+        conn = await self._inner.connection()
+        view = _ConnectionView(conn, dataclasses.replace(conn.options, **self._changes))
+        return cast(AsyncConnection, view)
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def _changes(timeout: float | object | None, retry: RetryPolicy | None) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    if timeout is not DEFAULT:
+        if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
+            raise TypeError("timeout must be a positive number of seconds or None")
+        changes["timeout"] = timeout
+    if retry is not None:
+        if not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
+        changes["retry"] = retry
+    return changes
+
+
 # --- clients ----------------------------------------------------------------------------
 
 
@@ -161,10 +236,11 @@ class Client:
 
     def __init__(
         self,
-        backend: _SyncDaemonBackend | _SyncSidecarBackend,
+        backend: _SyncDaemonBackend | _SyncSidecarBackend | _SyncOverride,
         options: DaemonOptions | SidecarOptions,
     ) -> None:
         self._backend = backend
+        self._options = options
         self.runs = Runs(backend, options.retry)
         """Run operations."""
         self.artifacts = Artifacts(backend)
@@ -172,13 +248,31 @@ class Client:
 
     @classmethod
     def connect(cls, options: DaemonOptions) -> Client:
-        """Connects to a shared daemon after every trust check in section C passed."""
+        """Connects to an installed worker (daemon placement) and verifies it.
+
+        The discovery files, the expected identity, a TLS 1.3 handshake with the pinned
+        certificate and the worker's ``GetServerInfo`` answer are all checked, in that
+        order, before the bearer is used for anything else. Blocks for at most about
+        ``options.connect_timeout`` seconds (plus read retries of ``GetServerInfo``).
+
+        Raises:
+            DescriptorError, CertificateError, PinMismatchError, TlsPolicyError,
+            IncompatibleServerError: a trust check failed; the bearer was not sent (or, for
+                the last one, the worker is not the expected one).
+            CredentialError: the credential provider failed or returned a malformed bearer.
+            TransportError: the worker could not be reached.
+        """
         connection = connect_sync(_daemon_target(options), options.credentials, options)
         return cls(_SyncDaemonBackend(connection), options)
 
     @classmethod
     def start_sidecar(cls, options: SidecarOptions) -> Client:
-        """Starts a private worker, bootstraps it and connects to it."""
+        """Starts a private worker (sidecar placement), bootstraps it and connects to it.
+
+        Raises:
+            SidecarError: the worker could not be started or sent an invalid reply.
+            TrustError, TransportError: as for :meth:`connect`.
+        """
         supervisor = SidecarSupervisor(options)
         try:
             backend = _SyncSidecarBackend(supervisor, options)
@@ -191,6 +285,16 @@ class Client:
     def server_info(self) -> ServerInfo:
         """The worker's verified ``GetServerInfo`` answer."""
         return self._backend.connection().server_info
+
+    def with_options(
+        self, *, timeout: float | object | None = DEFAULT, retry: RetryPolicy | None = None
+    ) -> Client:
+        """A client with other defaults for per-call ``timeout`` and read ``retry``.
+
+        It shares this client's connection (and sidecar): closing either closes both.
+        Omitted arguments keep this client's values.
+        """
+        return Client(_SyncOverride(self._backend, _changes(timeout, retry)), self._options)
 
     def close(self) -> None:
         """Closes the channel; for a sidecar, also stops the worker's process group."""
@@ -216,26 +320,42 @@ class AsyncClient:
 
     def __init__(
         self,
-        backend: _AsyncDaemonBackend | _AsyncSidecarBackend,
+        backend: _AsyncDaemonBackend | _AsyncSidecarBackend | _AsyncOverride,
         options: DaemonOptions | SidecarOptions,
     ) -> None:
         self._backend = backend
+        self._options = options
         self.runs = AsyncRuns(backend, options.retry)
         """Run operations."""
         self.artifacts = AsyncArtifacts(backend)
         """Artifact upload and download (needs the ``artifacts`` capability)."""
 
     @classmethod
-    async def connect(cls, options: DaemonOptions) -> AsyncClient:
-        """See :meth:`Client.connect`."""
+    def connect(cls, options: DaemonOptions) -> Connecting:
+        """See :meth:`Client.connect`. Use ``async with AsyncClient.connect(o) as c`` or
+        ``c = await AsyncClient.connect(o)`` (then ``await c.close()``)."""
+        return Connecting(cls._connect(options))
+
+    @classmethod
+    async def _connect(cls, options: DaemonOptions) -> AsyncClient:
         target = await asyncio.to_thread(_daemon_target, options)
         connection = await connect_async(target, options.credentials, options)
         return cls(_AsyncDaemonBackend(connection), options)
 
     @classmethod
-    async def start_sidecar(cls, options: SidecarOptions) -> AsyncClient:
-        """See :meth:`Client.start_sidecar`."""
+    def start_sidecar(cls, options: SidecarOptions) -> Connecting:
+        """See :meth:`Client.start_sidecar`; awaitable and an async context manager."""
+        return Connecting(cls._start_sidecar(options))
+
+    @classmethod
+    async def _start_sidecar(cls, options: SidecarOptions) -> AsyncClient:
         return cls(await _AsyncSidecarBackend.start(options), options)
+
+    def with_options(
+        self, *, timeout: float | object | None = DEFAULT, retry: RetryPolicy | None = None
+    ) -> AsyncClient:
+        """See :meth:`Client.with_options`."""
+        return AsyncClient(_AsyncOverride(self._backend, _changes(timeout, retry)), self._options)
 
     @property
     def server_info(self) -> ServerInfo:
@@ -262,3 +382,29 @@ class AsyncClient:
 
     def __repr__(self) -> str:
         return f"AsyncClient({self._backend.__class__.__name__.strip('_')})"
+
+
+class Connecting:
+    """What :meth:`AsyncClient.connect` returns: await it, or use it in ``async with``."""
+
+    __slots__ = ("_client", "_pending")
+
+    def __init__(self, pending: Awaitable[AsyncClient]) -> None:
+        self._pending = pending
+        self._client: AsyncClient | None = None
+
+    def __await__(self) -> Generator[Any, None, AsyncClient]:
+        return self._pending.__await__()
+
+    async def __aenter__(self) -> AsyncClient:
+        self._client = await self._pending
+        return self._client
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._client is not None:
+            await self._client.close()

@@ -72,20 +72,24 @@ class Target:
 
 def verify_server_info(info: ServerInfo, target: Target) -> None:
     """C6: the first answer must name the provisioned instance, contract and placement."""
-    problems = []
-    if info.instance_id != target.expected_instance_id:
-        problems.append("instance_id")
-    if info.api_package != API_PACKAGE:
-        problems.append("api_package")
-    if info.api_major != API_MAJOR:
-        problems.append("api_major")
-    if info.deployment_mode is not target.expected_mode:
-        problems.append("deployment_mode")
+    checks = (
+        ("instance_id", target.expected_instance_id, info.instance_id),
+        ("api_package", API_PACKAGE, info.api_package),
+        ("api_major", API_MAJOR, info.api_major),
+        ("deployment_mode", target.expected_mode, info.deployment_mode),
+    )
+    # None of these is secret, so each mismatch shows what was expected and what came.
+    problems = [
+        (name, getattr(want, "name", want), getattr(got, "name", got))
+        for name, want, got in checks
+        if got != want
+    ]
     if problems:
         raise IncompatibleServerError(
-            "GetServerInfo disagrees with the expected worker: " + ", ".join(problems),
+            "GetServerInfo disagrees with the expected worker: "
+            + ", ".join(f"{name} (expected {want!r}, got {got!r})" for name, want, got in problems),
             reason="SERVER_INFO_MISMATCH",
-            metadata={"fields": ",".join(problems)},
+            metadata={"fields": ",".join(name for name, _, _ in problems)},
         )
 
 

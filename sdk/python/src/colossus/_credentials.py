@@ -2,16 +2,14 @@
 
 The SDK asks its provider for the bearer only after the endpoint, certificate, pin and
 live handshake checks have passed (C5). Two providers ship: the OS credential store
-through ``keyring``, and an in-memory holder for tests and sidecars. There is no
-environment-variable or file provider on purpose.
+through ``keyring`` (an optional extra: ``pip install 'colossus-sdk[keyring]'``), and an
+in-memory holder for tests, sidecars and headless machines. There is no environment-variable
+or file provider on purpose.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
-
-import keyring
-import keyring.errors
 
 from ._errors import CredentialError
 from ._transport._bearer import Bearer
@@ -57,13 +55,36 @@ class KeyringCredentialProvider:
         self.username = username
 
     def load_bearer(self) -> str:
+        """Reads the entry; raises :class:`CredentialError` (with a hint) when it cannot."""
+        try:
+            # Imported on first use: keyring is an optional extra, and loading its
+            # backends is slow.
+            import keyring  # noqa: PLC0415
+            import keyring.errors  # noqa: PLC0415
+        except ImportError:
+            raise CredentialError(
+                "KeyringCredentialProvider needs the optional 'keyring' package: install "
+                "colossus-sdk[keyring], or pass the bearer another way (for example "
+                "InMemoryCredentialProvider, fed from the worker's --bearer-fd pipe)",
+                reason="KEYRING_UNAVAILABLE",
+            ) from None
         failure: str | None = None
+        no_backend = False
         try:
             value = keyring.get_password(self.service, self.username)
+        except keyring.errors.NoKeyringError:
+            no_backend, value = True, None
         except keyring.errors.KeyringError as exc:
             failure, value = type(exc).__name__, None
         # Raised outside the handler, so the store's exception (whose text could quote the
         # secret) is not even kept as the new error's context.
+        if no_backend:
+            raise CredentialError(
+                "no OS credential store is available (NoKeyringError; common on servers, CI "
+                "and containers): install a keyring backend, or enrol with --bearer-fd and "
+                "pass the bearer through InMemoryCredentialProvider",
+                reason="KEYRING_UNAVAILABLE",
+            )
         if failure is not None:
             raise CredentialError(f"the OS credential store failed: {failure}")
         if value is None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Union
 
+from ._coerce import enum_arg, enum_args
+
 # --- enums ------------------------------------------------------------------------------
 
 
@@ -414,6 +416,10 @@ class ResearchOptions:
 
     depth: int
     lanes: tuple[EvidenceLane, ...]
+    """Members or names (``("web", "repository")``); stored as a tuple of members."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lanes", enum_args(self.lanes, EvidenceLane, "research.lanes"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +429,10 @@ class PlanAction:
     source_run_id: str
     revision: int
     kind: PlanActionKind
+    """A member or its name (``"revise"``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", enum_arg(self.kind, PlanActionKind, "plan_action.kind"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,6 +448,12 @@ class ApprovalAnswer:
 
     binding: str
     decision: ApprovalDecision
+    """A member or its name (``"approve"``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "decision", enum_arg(self.decision, ApprovalDecision, "answer.decision")
+        )
 
 
 @dataclass(frozen=True, slots=True)

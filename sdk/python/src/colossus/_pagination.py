@@ -16,8 +16,8 @@ class PageCursor:
 
     __slots__ = ("done", "token")
 
-    def __init__(self) -> None:
-        self.token = ""
+    def __init__(self, token: str = "") -> None:
+        self.token = token
         self.done = False
 
     def accept(self, page: RunPage) -> None:
@@ -32,13 +32,19 @@ class PageCursor:
 
 
 class RunPager:
-    """Iterates every matching run, fetching pages lazily. ``pages()`` yields whole pages."""
+    """Iterates every matching run, fetching pages lazily. ``pages()`` yields whole pages.
 
-    def __init__(self, fetch: Callable[[str], RunPage]) -> None:
+    Each :class:`RunPage` carries ``next_page_token``; pass it to
+    ``runs.list(page_token=...)`` (same filter) to resume a listing later.
+    """
+
+    def __init__(self, fetch: Callable[[str], RunPage], page_token: str = "") -> None:
         self._fetch = fetch
+        self._start = page_token
 
     def pages(self) -> Iterator[RunPage]:
-        cursor = PageCursor()
+        """Yields each page in turn (short and empty pages included)."""
+        cursor = PageCursor(self._start)
         while not cursor.done:
             page = self._fetch(cursor.token)
             cursor.accept(page)
@@ -52,11 +58,13 @@ class RunPager:
 class AsyncRunPager:
     """The async twin of :class:`RunPager`: ``async for run in pager``."""
 
-    def __init__(self, fetch: Callable[[str], Awaitable[RunPage]]) -> None:
+    def __init__(self, fetch: Callable[[str], Awaitable[RunPage]], page_token: str = "") -> None:
         self._fetch = fetch
+        self._start = page_token
 
     async def pages(self) -> AsyncIterator[RunPage]:
-        cursor = PageCursor()
+        """Yields each page in turn (short and empty pages included)."""
+        cursor = PageCursor(self._start)
         while not cursor.done:
             page = await self._fetch(cursor.token)
             cursor.accept(page)

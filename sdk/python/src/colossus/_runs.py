@@ -8,11 +8,14 @@ call when the caller gives none, and returned on the result and on every error (
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Iterable, Sequence
 
 from . import _convert
 from . import _models as m
+from ._coerce import enum_arg, enum_args
 from ._connection import (
     DEFAULT,
     Session,
@@ -23,7 +26,7 @@ from ._connection import (
     retry_async,
     retry_sync,
 )
-from ._errors import ColossusError, InvalidArgumentError
+from ._errors import ColossusError, ErrorReason, InvalidArgumentError, ResourceExhaustedError
 from ._options import RetryPolicy
 from ._pagination import AsyncRunPager, RunPager
 from ._requests import (
@@ -40,6 +43,10 @@ from ._watch import AsyncBackend, AsyncWatch, OnReconnect, SyncBackend, Watch
 from .api.v1alpha1 import run_service_pb2
 
 log = logging.getLogger("colossus.runs")
+
+# Sequences are uint64 on the wire.
+_MAX_SEQUENCE = 2**64 - 1
+_MAX_PAGE_TOKEN = 4096
 
 
 def _create_request(
@@ -99,14 +106,50 @@ def _check_after_sequence(after_sequence: int) -> int:
     if (
         not isinstance(after_sequence, int)
         or isinstance(after_sequence, bool)
-        or after_sequence < 0
+        or not 0 <= after_sequence <= _MAX_SEQUENCE
     ):
         raise InvalidArgumentError(
-            "after_sequence must be a non-negative integer",
+            f"after_sequence must be an integer from 0 to {_MAX_SEQUENCE} (2**64 - 1)",
             reason="FIELD_INVALID",
             metadata={"field": "after_sequence"},
         )
     return after_sequence
+
+
+def _check_page_token(token: str) -> str:
+    if not isinstance(token, str):
+        raise TypeError(f"page_token must be a str, not {type(token).__name__}")
+    if len(token) > _MAX_PAGE_TOKEN or not token.isascii() or not token.isprintable():
+        raise InvalidArgumentError(
+            f"page_token must be printable ASCII of at most {_MAX_PAGE_TOKEN} characters "
+            "(a next_page_token from an earlier page)",
+            reason="PAGE_TOKEN_INVALID",
+            metadata={"field": "page_token"},
+        )
+    return token
+
+
+def _check_rate_limit_retries(value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10:
+        raise InvalidArgumentError(
+            "rate_limit_retries must be an integer from 0 to 10",
+            reason="FIELD_INVALID",
+            metadata={"field": "rate_limit_retries"},
+        )
+    return value
+
+
+def _rate_limit_wait(error: ResourceExhaustedError, info: m.ServerInfo) -> float | None:
+    """Seconds until the worker's create buckets hold a token again, or None if the
+    refusal was not about the create rate (other limits do not refill on a timer)."""
+    if error.reason != ErrorReason.CREATE_RATE_LIMIT:
+        return None
+    rates = [
+        bucket.refill_per_second
+        for bucket in (info.limits.create_rate, info.limits.create_rate_per_application)
+        if bucket.refill_per_second > 0
+    ]
+    return 1.0 / min(rates) if rates else 1.0
 
 
 def _key(idempotency_key: str | None) -> str:
@@ -129,7 +172,7 @@ class Runs:
         input: Sequence[InputLike] | str,
         *,
         idempotency_key: str | None = None,
-        mode: m.RunMode = m.RunMode.EXECUTE,
+        mode: m.RunMode | str = m.RunMode.EXECUTE,
         research: m.ResearchOptions | None = None,
         role: str | None = None,
         max_turns: int = 0,
@@ -139,13 +182,44 @@ class Runs:
         traceparent: str | None = None,
         tracestate: str | None = None,
         timeout: float | None = DEFAULT,
+        rate_limit_retries: int = 0,
     ) -> m.CreateRunResult:
         """Creates a run, or returns the one an identical earlier call with the same key made.
 
-        Never retried automatically. On :class:`OutcomeUnknownError`, call again with
-        ``idempotency_key=error.idempotency_key``.
+        Args:
+            input: the run's input: a string, or a sequence of strings, :class:`TextPart`,
+                :class:`ArtifactPart` or uploaded :class:`Artifact` objects.
+            idempotency_key: your key (1-128 of ``[A-Za-z0-9._:-]``); one is generated
+                when omitted. It is on the result and on every error.
+            mode: a :class:`RunMode` or its name (``"plan"``); research needs ``research``.
+            research: depth and evidence lanes of a research run.
+            role: the logical role to run as (the worker's default when omitted).
+            max_turns: 0 for the worker's default, else at most its advertised limit.
+            session_id: continue an existing session; omitted, the worker assigns one.
+            end_user_id: your own correlation ID for the end user (never used for access).
+            plan_action: revise or execute a Draft plan (needs ``plans.continue``).
+            traceparent: W3C trace context for this call only, with ``tracestate``.
+            timeout: seconds for the call; the client's default when omitted.
+            rate_limit_retries: how many times to try again, with the same key, when the
+                worker refuses the create under its create rate limit (``CREATE_RATE_LIMIT``),
+                each after the advertised refill time. 0 (the default) never retries.
+
+        Returns:
+            :class:`CreateRunResult`: the run, whether it was ``replayed``, and the key.
+
+        Raises:
+            OutcomeUnknownError: the call may or may not have created the run; call again
+                with ``idempotency_key=error.idempotency_key``.
+            InvalidArgumentError, CapabilityMissingError, ResourceExhaustedError,
+            IdempotencyConflictError, AuthenticationError, PermissionDeniedError: refused,
+                locally or by the worker; nothing was created.
+
+        Never retried automatically except as ``rate_limit_retries`` allows (a rate-limit
+        refusal means nothing was created, and the same key makes the retry safe).
         """
         key = _key(idempotency_key)
+        retries = _check_rate_limit_retries(rate_limit_retries)
+        mode = enum_arg(mode, m.RunMode, "mode")
         conn = self._backend.connection()
         request = _create_request(
             conn,
@@ -161,10 +235,20 @@ class Runs:
             traceparent,
             tracestate,
         )
-        response = call_mutation_sync(
-            conn.runs.CreateRun, request, conn, conn.timeout(timeout), idempotency_key=key
-        )
-        return _created(response, key)
+        while True:
+            try:
+                response = call_mutation_sync(
+                    conn.runs.CreateRun, request, conn, conn.timeout(timeout), idempotency_key=key
+                )
+                return _created(response, key)
+            except ResourceExhaustedError as exc:
+                wait = _rate_limit_wait(exc, conn.server_info) if retries else None
+                if wait is None:
+                    raise
+                retries -= 1
+                log.info("create rate-limited; retrying key %s in %.2f s", key, wait)
+            time.sleep(wait)
+            conn = self._backend.connection()
 
     def get(self, run_id: str, *, timeout: float | None = DEFAULT) -> m.Run:
         """Returns one run."""
@@ -182,13 +266,31 @@ class Runs:
     def list(
         self,
         *,
-        statuses: Iterable[m.RunStatus] = (),
+        statuses: Iterable[m.RunStatus | str] = (),
         page_size: int = 0,
+        page_token: str = "",
         timeout: float | None = DEFAULT,
     ) -> RunPager:
-        """Iterates the application's runs, newest first, across every page."""
+        """Iterates the application's runs, newest first, across every page.
+
+        Args:
+            statuses: only runs in these statuses (members or names, e.g. ``["SUCCEEDED"]``).
+            page_size: runs per page (0: the worker's default; it caps the value).
+            page_token: a ``RunPage.next_page_token`` from an earlier listing with the same
+                filter, to resume it.
+            timeout: seconds for each page's call.
+
+        Returns:
+            A :class:`RunPager`: iterate it for runs, or call ``.pages()`` for pages.
+
+        Raises:
+            InvalidArgumentError: a bad filter or page size (locally), or a token the worker
+                rejects (``PAGE_TOKEN_INVALID``, when the first page is fetched).
+        """
+        wanted = enum_args(statuses, m.RunStatus, "statuses")
+        token = _check_page_token(page_token)
         conn = self._backend.connection()
-        template = build_list_runs(conn.server_info, statuses, page_size)
+        template = build_list_runs(conn.server_info, wanted, page_size)
 
         def fetch(token: str) -> m.RunPage:
             request = run_service_pb2.ListRunsRequest()
@@ -205,7 +307,7 @@ class Runs:
                 attempt, self._policy, what="ListRuns", ready=ready_sync(self._backend)
             )
 
-        return RunPager(fetch)
+        return RunPager(fetch, token)
 
     def watch(
         self,
@@ -262,7 +364,7 @@ class AsyncRuns:
         input: Sequence[InputLike] | str,
         *,
         idempotency_key: str | None = None,
-        mode: m.RunMode = m.RunMode.EXECUTE,
+        mode: m.RunMode | str = m.RunMode.EXECUTE,
         research: m.ResearchOptions | None = None,
         role: str | None = None,
         max_turns: int = 0,
@@ -272,9 +374,12 @@ class AsyncRuns:
         traceparent: str | None = None,
         tracestate: str | None = None,
         timeout: float | None = DEFAULT,
+        rate_limit_retries: int = 0,
     ) -> m.CreateRunResult:
-        """See :meth:`Runs.create`."""
+        """See :meth:`Runs.create` (same arguments, result and errors)."""
         key = _key(idempotency_key)
+        retries = _check_rate_limit_retries(rate_limit_retries)
+        mode = enum_arg(mode, m.RunMode, "mode")
         conn = await self._backend.connection()
         request = _create_request(
             conn,
@@ -290,10 +395,20 @@ class AsyncRuns:
             traceparent,
             tracestate,
         )
-        response = await call_mutation_async(
-            conn.runs.CreateRun, request, conn, conn.timeout(timeout), idempotency_key=key
-        )
-        return _created(response, key)
+        while True:
+            try:
+                response = await call_mutation_async(
+                    conn.runs.CreateRun, request, conn, conn.timeout(timeout), idempotency_key=key
+                )
+                return _created(response, key)
+            except ResourceExhaustedError as exc:
+                wait = _rate_limit_wait(exc, conn.server_info) if retries else None
+                if wait is None:
+                    raise
+                retries -= 1
+                log.info("create rate-limited; retrying key %s in %.2f s", key, wait)
+            await asyncio.sleep(wait)
+            conn = await self._backend.connection()
 
     async def get(self, run_id: str, *, timeout: float | None = DEFAULT) -> m.Run:
         """See :meth:`Runs.get`."""
@@ -313,15 +428,17 @@ class AsyncRuns:
     def list(
         self,
         *,
-        statuses: Iterable[m.RunStatus] = (),
+        statuses: Iterable[m.RunStatus | str] = (),
         page_size: int = 0,
+        page_token: str = "",
         timeout: float | None = DEFAULT,
     ) -> AsyncRunPager:
         """See :meth:`Runs.list`: ``async for run in client.runs.list()``.
 
         The filter is checked against the worker's limits when the first page is fetched.
         """
-        wanted = tuple(statuses)
+        wanted = enum_args(statuses, m.RunStatus, "statuses")
+        token = _check_page_token(page_token)
 
         async def fetch(token: str) -> m.RunPage:
             conn = await self._backend.connection()
@@ -340,7 +457,7 @@ class AsyncRuns:
                 attempt, self._policy, what="ListRuns", ready=ready_async(self._backend)
             )
 
-        return AsyncRunPager(fetch)
+        return AsyncRunPager(fetch, token)
 
     def watch(
         self,

@@ -15,9 +15,6 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from cryptography import x509
-from cryptography.hazmat.primitives.asymmetric import ec
-
 from .._errors import CertificateError
 
 _PEM_RE: Final = re.compile(
@@ -62,7 +59,34 @@ def parse_leaf_certificate(pem: bytes, *, endpoint_host: str | None = None) -> L
 
 
 def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCertificate:
-    """Checks a DER certificate: CA=false, P-256 key, loopback IP SAN when asked."""
+    """Checks a DER certificate: CA=false, P-256 key, loopback IP SAN when asked.
+
+    Whatever a hostile certificate makes the parser raise (bad version, duplicate
+    extensions, an invalid or unsupported key, malformed fields) becomes a
+    :class:`CertificateError`; nothing else escapes.
+    """
+    try:
+        _check_leaf(der, endpoint_host)
+    except CertificateError:
+        raise
+    except Exception as exc:
+        # ValueError ("Invalid key"), UnsupportedAlgorithm, x509.InvalidVersion,
+        # x509.DuplicateExtension...: the last two derive from Exception only, so any
+        # exception cryptography raises while reading the certificate counts as malformed.
+        if isinstance(exc, ValueError | TypeError) or type(exc).__module__.startswith(
+            "cryptography."
+        ):
+            raise CertificateError(f"the certificate is malformed ({type(exc).__name__})") from None
+        raise
+    return LeafCertificate(der=der, sha256=sha256_hex(der))
+
+
+def _check_leaf(der: bytes, endpoint_host: str | None) -> None:
+    # Imported here, not at module level: cryptography is needed only once a certificate
+    # is read, and importing it costs more than the rest of the SDK together.
+    from cryptography import x509  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
+
     try:
         cert = x509.load_der_x509_certificate(der)
     except ValueError:
@@ -71,8 +95,6 @@ def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCe
         constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
     except x509.ExtensionNotFound:
         raise CertificateError("the certificate has no BasicConstraints extension") from None
-    except ValueError:
-        raise CertificateError("the certificate's extensions are malformed") from None
     if constraints.ca:
         raise CertificateError("the certificate is a CA certificate; a leaf is required")
     key = cert.public_key()
@@ -86,4 +108,3 @@ def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCe
         wanted = ipaddress.ip_address(endpoint_host)
         if wanted not in san.get_values_for_type(x509.IPAddress):
             raise CertificateError("the certificate has no IP SAN for the endpoint address")
-    return LeafCertificate(der=der, sha256=sha256_hex(der))

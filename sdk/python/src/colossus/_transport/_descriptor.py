@@ -111,6 +111,9 @@ def load_json_object(raw: bytes, *, what: str, error: type[Exception]) -> dict[s
         raise error(f"{what}: {exc.message}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise error(f"{what} is not valid UTF-8 JSON") from None
+    except ValueError:
+        # For example an integer past Python's digit limit for int(str).
+        raise error(f"{what} holds a value this reader refuses (too long a number)") from None
     if not isinstance(value, dict):
         raise error(f"{what} must be a JSON object")
     return value
@@ -150,24 +153,38 @@ def parse_descriptor(raw: bytes) -> Descriptor:
 
 
 def read_owner_only_file(path: Path, limit: int, error: type[Exception]) -> bytes:
-    """Reads a regular, owner-only file without following a final symbolic link."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    """Reads a regular, owner-only file without following a final symbolic link.
+
+    The file is opened non-blocking, so a FIFO or device put in its place cannot stall the
+    caller, and its type is checked on the open descriptor (no window between check and
+    use). Errors name the path: it is not secret, and it tells the user what to fix.
+    """
+    flags = (
+        os.O_RDONLY
+        | os.O_NONBLOCK
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_NOCTTY", 0)
+    )
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise error(f"{path.name} does not exist") from None
+        raise error(f"{path} does not exist") from None
     except OSError:
-        raise error(f"{path.name} cannot be opened (or is a symbolic link)") from None
+        raise error(f"{path} cannot be opened (or is a symbolic link)") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise error(f"{path.name} is not a regular file")
+            raise error(f"{path} is not a regular file")
         if hasattr(os, "getuid") and info.st_uid != os.getuid():
-            raise error(f"{path.name} is not owned by the current user")
+            raise error(f"{path} is not owned by the current user")
         if info.st_mode & 0o077:
-            raise error(f"{path.name} is readable or writable by others (mode must be 0600)")
+            raise error(
+                f"{path} is readable or writable by others "
+                f"(mode {stat.S_IMODE(info.st_mode):04o}, must be 0600)"
+            )
         if info.st_size > limit:
-            raise error(f"{path.name} is larger than {limit} bytes")
+            raise error(f"{path} is larger than {limit} bytes")
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -177,8 +194,10 @@ def read_owner_only_file(path: Path, limit: int, error: type[Exception]) -> byte
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise error(f"{path.name} is larger than {limit} bytes")
+                raise error(f"{path} is larger than {limit} bytes")
         return b"".join(chunks)
+    except BlockingIOError:
+        raise error(f"{path} cannot be read without waiting") from None
     finally:
         os.close(fd)
 
@@ -188,13 +207,18 @@ def check_public_api_dir(directory: Path) -> None:
     try:
         info = os.lstat(directory)
     except OSError:
-        raise DescriptorError("the public API directory does not exist") from None
+        raise DescriptorError(f"the public API directory {directory} does not exist") from None
     if not stat.S_ISDIR(info.st_mode):
-        raise DescriptorError("the public API directory is not a directory")
+        raise DescriptorError(f"the public API directory {directory} is not a directory")
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise DescriptorError("the public API directory is not owned by the current user")
+        raise DescriptorError(
+            f"the public API directory {directory} is not owned by the current user"
+        )
     if info.st_mode & 0o077:
-        raise DescriptorError("the public API directory is open to others (mode must be 0700)")
+        raise DescriptorError(
+            f"the public API directory {directory} is open to others "
+            f"(mode {stat.S_IMODE(info.st_mode):04o}, must be 0700)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,14 +240,30 @@ def discover(
     descriptor = parse_descriptor(
         read_owner_only_file(public_api_dir / ENDPOINT_FILE, MAX_DESCRIPTOR_BYTES, DescriptorError)
     )
+    # Pins and instance IDs are public identifiers, so both sides are shown.
     if descriptor.certificate_sha256 != expected_certificate_sha256:
-        raise PinMismatchError("endpoint.json names a certificate other than the provisioned pin")
+        raise PinMismatchError(
+            "endpoint.json names a certificate other than the provisioned pin "
+            f"(expected {expected_certificate_sha256}, found {descriptor.certificate_sha256})",
+            metadata={
+                "expected": expected_certificate_sha256,
+                "actual": descriptor.certificate_sha256,
+            },
+        )
     if descriptor.instance_id != expected_instance_id:
-        raise PinMismatchError("endpoint.json names an instance other than the provisioned one")
+        raise PinMismatchError(
+            "endpoint.json names an instance other than the provisioned one "
+            f"(expected {expected_instance_id}, found {descriptor.instance_id})",
+            metadata={"expected": expected_instance_id, "actual": descriptor.instance_id},
+        )
     pem = read_owner_only_file(
         public_api_dir / CERTIFICATE_FILE, MAX_CERTIFICATE_BYTES, CertificateError
     )
     certificate = parse_leaf_certificate(pem, endpoint_host=descriptor.endpoint.host)
     if certificate.sha256 != expected_certificate_sha256:
-        raise PinMismatchError("certificate.pem does not hash to the provisioned pin")
+        raise PinMismatchError(
+            "certificate.pem does not hash to the provisioned pin "
+            f"(expected {expected_certificate_sha256}, found {certificate.sha256})",
+            metadata={"expected": expected_certificate_sha256, "actual": certificate.sha256},
+        )
     return DiscoveredWorker(descriptor=descriptor, certificate=certificate)

@@ -78,7 +78,11 @@ def _check_session(tls: Any, expected_pin: str) -> str:
         )
     live_pin = sha256_hex(leaf)
     if not hmac.compare_digest(live_pin, expected_pin) or sha256_hex(chain[0]) != live_pin:
-        raise PinMismatchError("the live certificate does not hash to the provisioned pin")
+        raise PinMismatchError(
+            "the live certificate does not hash to the provisioned pin "
+            f"(expected {expected_pin}, found {live_pin})",
+            metadata={"expected": expected_pin, "actual": live_pin},
+        )
     return live_pin
 
 
