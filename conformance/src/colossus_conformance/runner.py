@@ -10,6 +10,7 @@ evaluates the assertions. Clients never judge; all verdicts are made here.
 from __future__ import annotations
 
 import fcntl
+import re
 import json
 import logging
 import os
@@ -209,6 +210,10 @@ class Suite:
             return genuine
         if rule == "other":
             return secrets.token_hex(32)
+        if rule == "last-digit":
+            # Differs from the genuine pin in its last hex digit only: an SDK comparing a
+            # prefix (or a truncated hash) accepts it.
+            return genuine[:-1] + ("0" if genuine[-1] != "0" else "1")
         if rule == "uppercase":
             return genuine.upper()
         if rule == "descriptor":
@@ -500,7 +505,12 @@ def _read_from(path: Path, offset: int) -> str:
 
 
 def _contains_secret(text: str, bearers: list[str]) -> bool:
-    return any(len(b) >= 8 and b in text for b in bearers)
+    return any(len(b) >= 8 and b in text for b in bearers) or BEARER_GRAMMAR.search(text) is not None
+
+
+# Any bearer this worker issues, enrolled by the runner or not (a sidecar's bootstrap
+# bearer, a rotated one): the prefix and 43 base64url characters (docs/sidecar.md).
+BEARER_GRAMMAR = re.compile(r"cb1_[A-Za-z0-9_-]{43}")
 
 
 @dataclass
@@ -563,6 +573,24 @@ def merge_observations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def credential_rule(result: dict[str, Any], hello: dict[str, Any]) -> list[str]:
+    """Suite-wide C5 rule: a step refused by a trust check never asked for the bearer.
+
+    Applies to clients that report ``credential_calls`` (docs/client-protocol.md).
+    """
+    if "credential_calls" not in hello.get("features", []):
+        return []
+    failures = []
+    for step in result.get("steps", []):
+        error = step.get("error") or {}
+        if error.get("kind") == "trust" and step.get("credential_calls", 0) != 0:
+            failures.append(
+                f"steps.{step['id']}: refused by a trust check, yet the credential provider was "
+                f"called {step['credential_calls']} time(s) (C5: the bearer is loaded last)"
+            )
+    return failures
+
+
 def judge(
     case: Case,
     result: dict[str, Any],
@@ -581,6 +609,7 @@ def judge(
     }
     if result.get("fatal"):
         failures.append(f"client reported a fatal problem: {result['fatal']}")
+    failures.extend(credential_rule(result, hello or {}))
     for assertion in case.assertions:
         outcome = assertions.evaluate(substitute(assertion, nonce), document)
         if not outcome.ok:
@@ -588,7 +617,6 @@ def judge(
     # Suite-wide rule (C5): no bearer may appear in anything the client reports,
     # including error messages.
     text = json.dumps(result)
-    for bearer in bearers:
-        if len(bearer) >= 8 and bearer in text:
-            failures.append("a bearer appeared in the client's report (error text or values)")
+    if _contains_secret(text, bearers):
+        failures.append("a bearer appeared in the client's report (error text or values)")
     return failures

@@ -154,6 +154,9 @@ class FaultHooks(WorkerHooks):
                 setattr(info, name, value)
         if override.capabilities is not None:
             info.capabilities = list(override.capabilities)
+        if override.limits and info.limits is not None:
+            for name, value in override.limits:
+                setattr(info.limits, name, value)
         return info
 
     async def before_unary(self, method: str) -> None:

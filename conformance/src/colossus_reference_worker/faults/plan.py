@@ -30,9 +30,15 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "rpc_fail": (frozenset({"rpc", "code"}), frozenset({"after_commit", "count", "reason"})),
     "server_info": (
         frozenset(),
-        frozenset({"instance_id", "api_package", "api_major", "deployment_mode", "capabilities"}),
+        frozenset({"instance_id", "api_package", "api_major", "deployment_mode", "capabilities", "limits"}),
     ),
 }
+
+# Integer ``Limits`` fields a server_info fault may lower (or raise): what the SDK is told,
+# not what the worker enforces, so a case can prove the SDK applies the advertised value.
+OVERRIDABLE_LIMITS = frozenset(
+    {"max_request_bytes", "max_response_bytes", "max_input_parts", "max_input_bytes"}
+)
 
 # Longest stall a case may ask for; keeps a broken runner from wedging a worker.
 MAX_STALL_SECONDS = 300.0
@@ -84,6 +90,8 @@ class ServerInfoOverride:
     # Replaces the whole advertised list, so a case can hide a capability the worker
     # really has and check that the SDK refuses locally (S4).
     capabilities: tuple[str, ...] | None = None
+    # Advertised limit values that replace the genuine ones (OVERRIDABLE_LIMITS).
+    limits: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(slots=True)
@@ -183,7 +191,14 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride:
             not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities)
         ):
             raise FaultSpecError("capabilities must be a list of strings")
+        limits = obj.get("limits", {})
+        if not isinstance(limits, dict) or not set(limits) <= OVERRIDABLE_LIMITS:
+            raise FaultSpecError(f"limits must be an object with members from {sorted(OVERRIDABLE_LIMITS)}")
+        for name, value in limits.items():
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**32:
+                raise FaultSpecError(f"limits.{name} must be an integer from 1 to 2^32-1")
         return ServerInfoOverride(
+            limits=tuple(sorted(limits.items())),
             capabilities=None if capabilities is None else tuple(capabilities),
             instance_id=obj.get("instance_id"),
             api_package=obj.get("api_package"),
