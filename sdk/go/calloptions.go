@@ -1,0 +1,104 @@
+package colossus
+
+import "time"
+
+// CallOption configures one call. Each option documents the calls that read it; the
+// others ignore it.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	timeout        *time.Duration
+	idempotencyKey string
+	mode           RunMode
+	role           string
+	maxTurns       uint32
+	sessionID      *string
+	endUserID      *string
+	traceparent    string
+	tracestate     string
+	planAction     *PlanAction
+	research       *ResearchOptions
+	statuses       []RunStatus
+	pageSize       uint32
+	pageToken      string
+	afterSequence  uint64
+	idleTimeout    time.Duration
+	onReconnect    func(ReconnectInfo)
+	displayName    *string
+	progress       *WatchProgress
+}
+
+func collect(opts []CallOption) *callConfig {
+	c := &callConfig{}
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return c
+}
+
+// WithTimeout sets this call's deadline (any call; 0 or negative: none). Watches ignore
+// it: use [WithIdleTimeout].
+func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = &d } }
+
+// WithIdempotencyKey sets a create's idempotency key (1-128 of [A-Za-z0-9._:-]). Without
+// it the SDK generates one for the call and reports it on the result and every error.
+func WithIdempotencyKey(key string) CallOption {
+	return func(c *callConfig) { c.idempotencyKey = key }
+}
+
+// WithMode sets a create's run mode (default EXECUTE).
+func WithMode(mode RunMode) CallOption { return func(c *callConfig) { c.mode = mode } }
+
+// WithRole sets a create's logical role (default: the grant's first role).
+func WithRole(role string) CallOption { return func(c *callConfig) { c.role = role } }
+
+// WithMaxTurns sets a create's turn budget (0: the worker's default).
+func WithMaxTurns(n uint32) CallOption { return func(c *callConfig) { c.maxTurns = n } }
+
+// WithSessionID puts a create into an existing session.
+func WithSessionID(id string) CallOption { return func(c *callConfig) { c.sessionID = &id } }
+
+// WithEndUserID attaches caller-asserted end-user correlation data to a create. It is
+// never an authorization input.
+func WithEndUserID(id string) CallOption { return func(c *callConfig) { c.endUserID = &id } }
+
+// WithTraceContext sends W3C trace context with a create (overrides the client's source).
+func WithTraceContext(traceparent, tracestate string) CallOption {
+	return func(c *callConfig) { c.traceparent, c.tracestate = traceparent, tracestate }
+}
+
+// WithPlanAction continues a draft plan (needs the plans.continue capability).
+func WithPlanAction(a PlanAction) CallOption { return func(c *callConfig) { c.planAction = &a } }
+
+// WithResearch configures a RESEARCH create (needs the research capability).
+func WithResearch(r ResearchOptions) CallOption { return func(c *callConfig) { c.research = &r } }
+
+// WithStatuses filters a list to these statuses.
+func WithStatuses(statuses ...RunStatus) CallOption {
+	return func(c *callConfig) { c.statuses = append(c.statuses, statuses...) }
+}
+
+// WithPageSize asks a list for pages of at most n runs (0: the worker's default).
+func WithPageSize(n uint32) CallOption { return func(c *callConfig) { c.pageSize = n } }
+
+// WithPageToken resumes a list from a page token a previous page returned.
+func WithPageToken(token string) CallOption { return func(c *callConfig) { c.pageToken = token } }
+
+// WithAfterSequence starts a watch after this cursor (exclusive).
+func WithAfterSequence(seq uint64) CallOption { return func(c *callConfig) { c.afterSequence = seq } }
+
+// WithIdleTimeout ends a watch with [ErrWatchIdleTimeout] when no event arrives for d.
+func WithIdleTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.idleTimeout = d } }
+
+// WithOnReconnect calls f before each watch reconnect.
+func WithOnReconnect(f func(ReconnectInfo)) CallOption {
+	return func(c *callConfig) { c.onReconnect = f }
+}
+
+// WithDisplayName names an uploaded artifact.
+func WithDisplayName(name string) CallOption { return func(c *callConfig) { c.displayName = &name } }
+
+// WithProgress exposes a watch's cursor while (and after) it runs.
+func WithProgress(p *WatchProgress) CallOption { return func(c *callConfig) { c.progress = p } }

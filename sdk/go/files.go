@@ -1,0 +1,67 @@
+package colossus
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// readOwnerOnlyFile reads a regular file owned by this user with no group or other
+// permission bits, without following a final symbolic link. It opens non-blocking, so a
+// FIFO or device planted in place of the file is refused instead of hanging the caller.
+func readOwnerOnlyFile(path string, limit int64, sentinel error) ([]byte, error) {
+	name := filepath.Base(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, newError(sentinel, ReasonFieldInvalid, "%s does not exist", name).withMeta("field", name)
+		}
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s cannot be opened (or is a symbolic link)", name).withMeta("field", name)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s cannot be inspected", name).withMeta("field", name)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s is not a regular file", name).withMeta("field", name)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s is not owned by the current user", name).withMeta("field", name)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s is readable or writable by others (mode must be 0600)", name).withMeta("field", name)
+	}
+	if info.Size() > limit {
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s is larger than %d bytes", name, limit).withMeta("field", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s cannot be read", name).withMeta("field", name)
+	}
+	if int64(len(data)) > limit {
+		return nil, newError(sentinel, ReasonFieldInvalid, "%s is larger than %d bytes", name, limit).withMeta("field", name)
+	}
+	return data, nil
+}
+
+// checkPrivateDir requires a real directory (not a link) owned by this user, mode 0700.
+func checkPrivateDir(dir string, sentinel error, what string) error {
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return newError(sentinel, ReasonFieldInvalid, "%s does not exist", what)
+	}
+	if !info.IsDir() {
+		return newError(sentinel, ReasonFieldInvalid, "%s is not a directory", what)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return newError(sentinel, ReasonFieldInvalid, "%s is not owned by the current user", what)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return newError(sentinel, ReasonFieldInvalid, "%s is open to others (mode must be 0700)", what)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package colossus
+
+import (
+	"context"
+	"iter"
+
+	pb "github.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1"
+)
+
+// Runs is client.Runs: create, read, list, watch, cancel and answer runs.
+//
+// Reads (Get, List, Watch) retry UNAVAILABLE under the client's policies. Mutations
+// (Create, Cancel, Respond) run exactly once; when their outcome is unknown they fail with
+// [ErrOutcomeUnknown].
+type Runs struct{ c *Client }
+
+// Create starts a run (scope runs:execute). Every create carries an idempotency key: the
+// one given with [WithIdempotencyKey], or one generated once for this call. The key is on
+// the result and on every error, so after [ErrOutcomeUnknown] the same call with
+// WithIdempotencyKey(err.IdempotencyKey) safely returns the run it may have created.
+func (r *Runs) Create(ctx context.Context, input []InputPart, opts ...CallOption) (*CreateRunResult, error) {
+	cfg := collect(opts)
+	key := cfg.idempotencyKey
+	if key == "" {
+		key = newIdempotencyKey()
+	}
+	s, err := r.c.session(ctx)
+	if err != nil {
+		return nil, withKey(err, key)
+	}
+	var ctxTrace func() (string, string)
+	if f := r.c.opts.TraceContext; f != nil {
+		ctxTrace = func() (string, string) { return f(ctx) }
+	}
+	req, err := buildCreateRun(&s.info, key, input, cfg, ctxTrace)
+	if err != nil {
+		return nil, withKey(err, key)
+	}
+	callCtx, cancel := callContext(ctx, r.c.opts, cfg)
+	defer cancel()
+	resp, err := s.runs.CreateRun(callCtx, req, s.callOpts...)
+	if err != nil {
+		return nil, s.mapError(callCtx, err, mutationCall, key)
+	}
+	return &CreateRunResult{Run: toRun(resp.GetRun()), Replayed: resp.GetReplayed(), IdempotencyKey: key}, nil
+}
+
+func withKey(err error, key string) error {
+	if e, ok := asError(err); ok && e.IdempotencyKey == "" {
+		e.IdempotencyKey = key
+	}
+	return err
+}
+
+// Get returns one run (scope runs:read).
+func (r *Runs) Get(ctx context.Context, runID string, opts ...CallOption) (*Run, error) {
+	if err := checkID(runID, "run_id"); err != nil {
+		return nil, err
+	}
+	cfg := collect(opts)
+	return retryRead(ctx, r.c, "GetRun", r.c.opts.readRetry(), func(ctx context.Context) (*Run, error) {
+		s, err := r.c.session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		callCtx, cancel := callContext(ctx, r.c.opts, cfg)
+		defer cancel()
+		resp, err := s.runs.GetRun(callCtx, &pb.GetRunRequest{RunId: runID}, s.callOpts...)
+		if err != nil {
+			return nil, s.mapError(callCtx, err, readCall, "")
+		}
+		run := toRun(resp.GetRun())
+		return &run, nil
+	})
+}
+
+// Cancel asks a run to stop (scope runs:control). It is idempotent on the worker and
+// never retried by the SDK.
+func (r *Runs) Cancel(ctx context.Context, runID string, opts ...CallOption) (*Run, error) {
+	if err := checkID(runID, "run_id"); err != nil {
+		return nil, err
+	}
+	cfg := collect(opts)
+	s, err := r.c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	callCtx, cancel := callContext(ctx, r.c.opts, cfg)
+	defer cancel()
+	resp, err := s.runs.CancelRun(callCtx, &pb.CancelRunRequest{RunId: runID}, s.callOpts...)
+	if err != nil {
+		return nil, s.mapError(callCtx, err, mutationCall, "")
+	}
+	run := toRun(resp.GetRun())
+	return &run, nil
+}
+
+// Respond answers a pending interaction: a [PromptAnswer] (scope prompts:respond) or an
+// [ApprovalAnswer] (scope approvals:respond). Never retried.
+func (r *Runs) Respond(ctx context.Context, runID, interactionID string, answer Answer, opts ...CallOption) (*Run, error) {
+	cfg := collect(opts)
+	s, err := r.c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req, err := buildRespond(&s.info, runID, interactionID, answer)
+	if err != nil {
+		return nil, err
+	}
+	callCtx, cancel := callContext(ctx, r.c.opts, cfg)
+	defer cancel()
+	resp, err := s.runs.RespondInteraction(callCtx, req, s.callOpts...)
+	if err != nil {
+		return nil, s.mapError(callCtx, err, mutationCall, "")
+	}
+	run := toRun(resp.GetRun())
+	return &run, nil
+}
+
+// ListPage fetches one page of this application's runs, newest first (scope runs:read).
+// Pass [WithPageToken] with a previous page's NextPageToken to resume.
+func (r *Runs) ListPage(ctx context.Context, opts ...CallOption) (*RunPage, error) {
+	cfg := collect(opts)
+	return retryRead(ctx, r.c, "ListRuns", r.c.opts.readRetry(), func(ctx context.Context) (*RunPage, error) {
+		s, err := r.c.session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req, err := buildListRuns(&s.info, cfg)
+		if err != nil {
+			return nil, err
+		}
+		callCtx, cancel := callContext(ctx, r.c.opts, cfg)
+		defer cancel()
+		resp, err := s.runs.ListRuns(callCtx, req, s.callOpts...)
+		if err != nil {
+			return nil, s.mapError(callCtx, err, readCall, "")
+		}
+		page := &RunPage{NextPageToken: resp.GetNextPageToken(), Runs: make([]Run, 0, len(resp.GetRuns()))}
+		for _, run := range resp.GetRuns() {
+			page.Runs = append(page.Runs, toRun(run))
+		}
+		return page, nil
+	})
+}
+
+// Pages follows continuation tokens through short and empty pages, yielding each page.
+// A worker that returns an empty page with the same token again fails with
+// [ErrProtocolViolation] rather than looping forever.
+func (r *Runs) Pages(ctx context.Context, opts ...CallOption) iter.Seq2[*RunPage, error] {
+	return func(yield func(*RunPage, error) bool) {
+		cursor := pageCursor{token: collect(opts).pageToken}
+		for !cursor.done {
+			page, err := r.ListPage(ctx, append(opts, WithPageToken(cursor.token))...)
+			if err == nil {
+				err = cursor.accept(page)
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(page, nil) {
+				return
+			}
+		}
+	}
+}
+
+// List iterates every matching run across pages (see [Runs.Pages]).
+func (r *Runs) List(ctx context.Context, opts ...CallOption) iter.Seq2[Run, error] {
+	return func(yield func(Run, error) bool) {
+		for page, err := range r.Pages(ctx, opts...) {
+			if err != nil {
+				yield(Run{}, err)
+				return
+			}
+			for _, run := range page.Runs {
+				if !yield(run, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// pageCursor is the I/O-free part of pagination.
+type pageCursor struct {
+	token string
+	done  bool
+}
+
+func (c *pageCursor) accept(page *RunPage) error {
+	if page.NextPageToken != "" && page.NextPageToken == c.token && len(page.Runs) == 0 {
+		return newError(ErrProtocolViolation, ReasonPageNoProgress, "ListRuns returned an empty page with the same continuation token")
+	}
+	c.token = page.NextPageToken
+	c.done = page.NextPageToken == ""
+	return nil
+}

@@ -1,0 +1,178 @@
+package colossus
+
+import (
+	"context"
+	"log/slog"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+
+	pb "github.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1"
+)
+
+// Contract identity a worker must report (C6).
+const (
+	apiPackage = "colossus.api.v1alpha1"
+	apiMajor   = 1
+	// requestHeadroom is added to the advertised request cap for gRPC framing.
+	requestHeadroom = 64 * 1024
+)
+
+// target is a worker the caller decided to trust: where it is and what it must prove.
+type target struct {
+	endpoint           Endpoint
+	expectedInstanceID string
+	expectedPin        string
+	expectedMode       DeploymentMode
+}
+
+// session is one verified channel: opened only after the trust checks, first used for
+// GetServerInfo, whose answer it keeps.
+type session struct {
+	conn      *grpc.ClientConn
+	system    pb.SystemServiceClient
+	runs      pb.RunServiceClient
+	artifacts pb.ArtifactServiceClient
+	policy    *trustPolicy
+	info      ServerInfo
+	callOpts  []grpc.CallOption
+}
+
+// openSession runs C4-C7 against a target: pre-flight handshake, then the bearer, then a
+// channel enforcing the same TLS policy on every connection, then a verified GetServerInfo.
+func openSession(ctx context.Context, t target, creds func(context.Context) (*secret, error), o ClientOptions, log *slog.Logger) (*session, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.connectTimeout())
+	defer cancel()
+	policy, err := newTrustPolicy(t.expectedPin)
+	if err != nil {
+		return nil, err
+	}
+	if err := policy.preflight(ctx, t.endpoint); err != nil {
+		return nil, err
+	}
+	bearer, err := creds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recv := o.maxResponseBytes()
+	conn, err := grpc.NewClient("passthrough:///"+t.endpoint.address(),
+		grpc.WithTransportCredentials(credentials.NewTLS(policy.config())),
+		grpc.WithPerRPCCredentials(&bearerCredentials{s: bearer, trace: o.TraceContext}),
+		grpc.WithDisableRetry(),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(recv)),
+	)
+	if err != nil {
+		return nil, newError(ErrTransport, ReasonUnavailable, "cannot create the channel")
+	}
+	s := &session{
+		conn:      conn,
+		system:    pb.NewSystemServiceClient(conn),
+		runs:      pb.NewRunServiceClient(conn),
+		artifacts: pb.NewArtifactServiceClient(conn),
+		policy:    policy,
+		callOpts:  []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)},
+	}
+	info, err := s.getServerInfo(ctx, o.readRetry(), log)
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	if err := verifyServerInfo(info, t); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	s.info = info
+	if cap := info.Limits.MaxResponseBytes; cap > 0 && cap < uint64(recv) {
+		recv = int(cap)
+	}
+	s.callOpts = []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)}
+	if cap := info.Limits.MaxRequestBytes; cap > 0 {
+		s.callOpts = append(s.callOpts, grpc.MaxCallSendMsgSize(int(cap)+requestHeadroom))
+	}
+	log.Info("connected", "endpoint", t.endpoint.String(), "instance_id", info.InstanceID)
+	return s, nil
+}
+
+func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *slog.Logger) (ServerInfo, error) {
+	b := newBackoff(policy, nil)
+	for {
+		resp, err := s.system.GetServerInfo(ctx, &pb.GetServerInfoRequest{}, grpc.WaitForReady(true))
+		if err == nil {
+			return toServerInfo(resp.GetServerInfo()), nil
+		}
+		mapped := s.mapError(ctx, err, readCall, "")
+		e, _ := asError(mapped)
+		if e == nil || !e.Retryable() || ctx.Err() != nil {
+			return ServerInfo{}, mapped
+		}
+		delay, n, ok := b.next()
+		if !ok {
+			return ServerInfo{}, mapped
+		}
+		log.Info("retrying GetServerInfo", "attempt", n, "delay", delay)
+		if sleep(ctx, delay) != nil {
+			return ServerInfo{}, mapped
+		}
+	}
+}
+
+// mapError maps a failed call, preferring a trust violation recorded by this session's
+// TLS policy: a reconnect that met the wrong server fails closed with a typed error.
+func (s *session) mapError(ctx context.Context, err error, call callKind, key string) error {
+	mapped := mapRPCError(ctx, err, call, key)
+	if e, ok := asError(mapped); ok && e.Code == codes.Unavailable {
+		if v := s.policy.takeViolation(); v != nil {
+			v.IdempotencyKey = key
+			return v
+		}
+	}
+	return mapped
+}
+
+// verifyServerInfo is C6: the first answer must name the provisioned instance, the
+// contract and the placement.
+func verifyServerInfo(info ServerInfo, t target) error {
+	var problems []string
+	if info.InstanceID != t.expectedInstanceID {
+		problems = append(problems, "instance_id")
+	}
+	if info.APIPackage != apiPackage {
+		problems = append(problems, "api_package")
+	}
+	if info.APIMajor != apiMajor {
+		problems = append(problems, "api_major")
+	}
+	if info.DeploymentMode != t.expectedMode {
+		problems = append(problems, "deployment_mode")
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	e := newError(ErrIncompatibleServer, ReasonServerInfoMismatch, "GetServerInfo disagrees with the expected worker: %v", problems)
+	e.Metadata = map[string]string{"fields": joinComma(problems)}
+	return e
+}
+
+func joinComma(items []string) string {
+	out := ""
+	for i, s := range items {
+		if i > 0 {
+			out += ","
+		}
+		out += s
+	}
+	return out
+}
+
+// callContext applies the per-call or default timeout.
+func callContext(ctx context.Context, o ClientOptions, cfg *callConfig) (context.Context, context.CancelFunc) {
+	d := o.timeout()
+	if cfg != nil && cfg.timeout != nil {
+		d = *cfg.timeout
+	}
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

@@ -1,0 +1,192 @@
+package colossus
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1"
+)
+
+// ReconnectInfo is passed to the [WithOnReconnect] callback before each reconnect.
+type ReconnectInfo struct {
+	RunID string
+	// Attempt is 1 for the first reconnect since the last delivered event.
+	Attempt int
+	// Delay is how long the watch waits before reconnecting.
+	Delay time.Duration
+	// AfterSequence is the cursor the new stream starts after.
+	AfterSequence uint64
+	// Cause is the retryable failure, or nil after a clean close of a running run.
+	Cause error
+}
+
+// WatchProgress exposes a watch's cursor; pass it with [WithProgress]. It is safe to
+// read from any goroutine, during and after the watch.
+type WatchProgress struct {
+	last       atomic.Uint64
+	reconnects atomic.Int64
+	completed  atomic.Bool
+}
+
+// LastSequence is the sequence of the last delivered event: store it, and a later
+// watch can resume with [WithAfterSequence].
+func (p *WatchProgress) LastSequence() uint64 { return p.last.Load() }
+
+// Reconnects is how many times the watch reconnected.
+func (p *WatchProgress) Reconnects() int { return int(p.reconnects.Load()) }
+
+// Completed reports whether the watch proved it saw the whole run.
+func (p *WatchProgress) Completed() bool { return p.completed.Load() }
+
+func eventsEqual(a, b *pb.RunEvent) bool { return proto.Equal(a, b) }
+
+// Watch streams a run's events in order, each exactly once (scope runs:read), and ends
+// only when it has proved it saw the whole run:
+//
+//   - an event repeated with the same content is dropped; one repeated with different
+//     content fails with [ErrProtocolViolation]; a skipped sequence fails with a
+//     [*WatchGapError] (errors.Is(err, ErrWatchGap));
+//   - after UNAVAILABLE it reconnects from the last delivered sequence under the
+//     client's WatchRetry policy (jittered backoff, attempt and elapsed-time budget);
+//     any other failure ends the watch at once;
+//   - a clean close is accepted as the end only when GetRun shows the same run terminal
+//     at exactly the delivered cursor; a still-running run is resumed.
+//
+// An error is yielded at most once, as the last element. Leaving the loop or cancelling
+// ctx closes the stream at once; it never cancels the run.
+func (r *Runs) Watch(ctx context.Context, runID string, opts ...CallOption) iter.Seq2[RunEvent, error] {
+	cfg := collect(opts)
+	return func(yield func(RunEvent, error) bool) {
+		if err := checkID(runID, "run_id"); err != nil {
+			yield(RunEvent{}, err)
+			return
+		}
+		w := &watchDriver{runs: r, cfg: cfg, progress: cfg.progress}
+		if w.progress == nil {
+			w.progress = &WatchProgress{}
+		}
+		w.progress.last.Store(cfg.afterSequence)
+		w.core = newWatchCore(runID, cfg.afterSequence, r.c.opts.watchRetry(), eventsEqual, nil)
+		if err := w.run(ctx, yield); err != nil {
+			yield(RunEvent{}, err)
+		}
+	}
+}
+
+type watchDriver struct {
+	runs     *Runs
+	cfg      *callConfig
+	core     *watchCore[*pb.RunEvent]
+	progress *WatchProgress
+}
+
+// errStopped means the consumer left the loop: nothing more is yielded.
+var errStopped = errors.New("stopped")
+
+func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool) error {
+	c := w.runs.c
+	for {
+		s, err := c.session(ctx)
+		if err != nil {
+			return err
+		}
+		closedCleanly, err := w.stream(ctx, s, yield)
+		if errors.Is(err, errStopped) {
+			return nil
+		}
+		var cause error
+		if err != nil {
+			e, ok := asError(err)
+			if !ok || !e.Retryable() || ctx.Err() != nil {
+				return err
+			}
+			cause = err
+		} else if closedCleanly {
+			run, err := w.runs.Get(ctx, w.core.runID)
+			if err != nil {
+				return err
+			}
+			complete, err := w.core.onCleanClose(*run)
+			if err != nil {
+				return err
+			}
+			if complete {
+				w.progress.completed.Store(true)
+				return nil
+			}
+		}
+		plan, ok := w.core.onRetryableFailure()
+		if !ok {
+			if cause != nil {
+				return cause
+			}
+			return newError(ErrTransport, ReasonWatchReconnectsSpent, "the watch kept closing before the run ended")
+		}
+		info := ReconnectInfo{RunID: w.core.runID, Attempt: plan.attempt, Delay: plan.delay, AfterSequence: plan.after, Cause: cause}
+		c.log.Info("watch reconnecting", "run_id", info.RunID, "after_sequence", info.AfterSequence, "attempt", info.Attempt, "delay", info.Delay)
+		w.progress.reconnects.Add(1)
+		if w.cfg.onReconnect != nil {
+			w.cfg.onReconnect(info)
+		}
+		if err := sleep(ctx, plan.delay); err != nil {
+			return mapRPCError(ctx, err, readCall, "")
+		}
+	}
+}
+
+// stream runs one WatchRun stream. It returns (true, nil) on a clean close, an error on
+// failure, or errStopped when the consumer stopped.
+func (w *watchDriver) stream(ctx context.Context, s *session, yield func(RunEvent, error) bool) (bool, error) {
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var idle *time.Timer
+	var idleFired atomic.Bool
+	if d := w.cfg.idleTimeout; d > 0 {
+		idle = time.AfterFunc(d, func() { idleFired.Store(true); cancel() })
+		defer idle.Stop()
+	}
+	failed := func(err error) error {
+		if idleFired.Load() {
+			return newError(ErrWatchIdleTimeout, ReasonWatchIdleTimeout, "no event for %s", w.cfg.idleTimeout)
+		}
+		return s.mapError(ctx, err, readCall, "")
+	}
+	stream, err := s.runs.WatchRun(streamCtx, &pb.WatchRunRequest{RunId: w.core.runID, AfterSequence: w.core.lastSequence()}, s.callOpts...)
+	if err != nil {
+		return false, failed(err)
+	}
+	for {
+		resp, err := stream.Recv()
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, failed(err)
+		}
+		if idle != nil {
+			idle.Reset(w.cfg.idleTimeout)
+		}
+		ev := resp.GetEvent()
+		if ev == nil {
+			return false, newError(ErrProtocolViolation, ReasonFieldInvalid, "the watch sent a message without an event")
+		}
+		_, terminal := ev.GetPayload().(*pb.RunEvent_Terminated)
+		verdict, err := w.core.onEvent(ev.GetRunId(), ev.GetSequence(), ev, proto.Size(ev), terminal)
+		if err != nil {
+			return false, err
+		}
+		if verdict != verdictDeliver {
+			continue
+		}
+		w.progress.last.Store(ev.GetSequence())
+		if !yield(toEvent(ev), nil) {
+			return false, errStopped
+		}
+	}
+}
