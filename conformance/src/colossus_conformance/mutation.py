@@ -68,17 +68,28 @@ LIST_SCHEMA: dict[str, Any] = {
             "type": "array",
             "items": {
                 "type": "object",
-                "required": ["id", "area", "requirements", "file", "find", "replace", "expect"],
+                "required": ["id", "area", "requirements", "edits", "expect"],
                 "additionalProperties": False,
                 "properties": {
                     "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
                     "area": {"enum": list(AREAS)},
                     "requirements": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                     "title": {"type": "string"},
-                    "file": {"type": "string"},
-                    "find": {"type": "string", "minLength": 1},
-                    "replace": {"type": "string"},
-                    "occurrence": {"type": "integer", "minimum": 1},
+                    "edits": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": ["file", "find", "replace"],
+                            "additionalProperties": False,
+                            "properties": {
+                                "file": {"type": "string"},
+                                "find": {"type": "string", "minLength": 1},
+                                "replace": {"type": "string"},
+                                "occurrence": {"type": "integer", "minimum": 1},
+                            },
+                        },
+                    },
                     "columns": {"type": "array", "items": {"type": "string"}},
                     "expect": {"type": "array", "items": {"type": "string"}},
                     "survivor_reason": {"type": "string"},
@@ -94,39 +105,51 @@ class MutantListError(Exception):
 
 
 @dataclass(frozen=True)
+class Edit:
+    """One text replacement in one file of the SDK copy."""
+
+    file: str
+    find: str
+    replace: str
+    occurrence: int | None = None
+
+    def apply(self, root: Path, mutant: str) -> None:
+        """Edits the file in ``root``; refuses when ``find`` is absent or ambiguous."""
+        path = root / self.file
+        if not path.is_file():
+            raise MutantListError(f"{mutant}: no file {self.file}")
+        text = path.read_text()
+        count = text.count(self.find)
+        if count == 0:
+            raise MutantListError(f"{mutant}: the text to replace no longer occurs in {self.file}")
+        if self.occurrence is None:
+            if count > 1:
+                raise MutantListError(f"{mutant}: the text occurs {count} times in {self.file}; set occurrence")
+            start = text.index(self.find)
+        else:
+            if self.occurrence > count:
+                raise MutantListError(f"{mutant}: occurrence {self.occurrence} of {count} in {self.file}")
+            start = -1
+            for _ in range(self.occurrence):
+                start = text.index(self.find, start + 1)
+        path.write_text(text[:start] + self.replace + text[start + len(self.find) :])
+
+
+@dataclass(frozen=True)
 class Mutant:
     id: str
     area: str
     requirements: tuple[str, ...]
     title: str
-    file: str
-    find: str
-    replace: str
-    occurrence: int | None
+    edits: tuple[Edit, ...]
     columns: tuple[str, ...]
     expect: tuple[str, ...]
     survivor_reason: str = ""
 
     def apply(self, root: Path) -> None:
-        """Edits the file in ``root``; refuses when ``find`` is absent or ambiguous."""
-        path = root / self.file
-        if not path.is_file():
-            raise MutantListError(f"{self.id}: no file {self.file}")
-        text = path.read_text()
-        count = text.count(self.find)
-        if count == 0:
-            raise MutantListError(f"{self.id}: the text to replace no longer occurs in {self.file}")
-        if self.occurrence is None:
-            if count > 1:
-                raise MutantListError(f"{self.id}: the text occurs {count} times in {self.file}; set occurrence")
-            start = text.index(self.find)
-        else:
-            if self.occurrence > count:
-                raise MutantListError(f"{self.id}: occurrence {self.occurrence} of {count} in {self.file}")
-            start = -1
-            for _ in range(self.occurrence):
-                start = text.index(self.find, start + 1)
-        path.write_text(text[:start] + self.replace + text[start + len(self.find) :])
+        """Applies every edit, in order, to the copy in ``root``."""
+        for edit in self.edits:
+            edit.apply(root, self.id)
 
 
 @dataclass(frozen=True)
@@ -163,10 +186,9 @@ def load_list(path: Path, repo_root: Path) -> MutantList:
                 area=raw["area"],
                 requirements=tuple(raw["requirements"]),
                 title=raw.get("title", ""),
-                file=raw["file"],
-                find=raw["find"],
-                replace=raw["replace"],
-                occurrence=raw.get("occurrence"),
+                edits=tuple(
+                    Edit(e["file"], e["find"], e["replace"], e.get("occurrence")) for e in raw["edits"]
+                ),
                 columns=chosen,
                 expect=tuple(raw["expect"]),
                 survivor_reason=raw.get("survivor_reason", ""),
@@ -290,7 +312,7 @@ def report(outcomes: list[Outcome], columns: tuple[str, ...], wall: float) -> tu
         lines.append("None.")
     for o in survivors:
         why = o.mutant.survivor_reason or "UNEXPLAINED: add a case that sees it, or a survivor_reason"
-        lines.append(f"- `{o.mutant.id}` ({o.column}, {o.mutant.title or o.mutant.file}): {why}")
+        lines.append(f"- `{o.mutant.id}` ({o.column}, {o.mutant.title or o.mutant.edits[0].file}): {why}")
     areas = sorted({o.mutant.area for o in outcomes})
     lines += ["", f"Areas covered: {', '.join(areas)}.", ""]
     return "\n".join(lines), rates
