@@ -1,0 +1,150 @@
+/** `Client`: the entry point for both placements. */
+import { inspect } from "node:util";
+import { Artifacts } from "./artifacts.js";
+import { openConnection, type Connection } from "./connection.js";
+import { ClientClosedError } from "./errors.js";
+import type { ServerInfo } from "./models.js";
+import { checkDaemonOptions, checkSidecarOptions, resolveClientOptions, type DaemonOptions, type SidecarOptions } from "./options.js";
+import { Runs } from "./runs.js";
+import { SidecarSupervisor } from "./sidecar.js";
+import type { BootstrapReply } from "./sidecar-bootstrap.js";
+import { discover } from "./transport/descriptor.js";
+import type { ConnectionSource } from "./watch.js";
+
+/** Extra options of the two factories. */
+export interface ConnectOptions {
+  /** Cancels connecting. */
+  readonly signal?: AbortSignal;
+}
+
+class DaemonSource implements ConnectionSource {
+  constructor(readonly current: Connection) {}
+  closed = false;
+  connection(): Promise<Connection> {
+    if (this.closed) return Promise.reject(new ClientClosedError("the client was closed", { reason: "CLIENT_CLOSED" }));
+    return Promise.resolve(this.current);
+  }
+  close(): Promise<void> {
+    this.closed = true;
+    this.current.close();
+    return Promise.resolve();
+  }
+}
+
+class SidecarSource implements ConnectionSource {
+  closed = false;
+  private pending: Promise<Connection> | null = null;
+
+  constructor(
+    private readonly supervisor: SidecarSupervisor,
+    public current: Connection,
+  ) {}
+
+  connection(): Promise<Connection> {
+    if (this.closed) return Promise.reject(new ClientClosedError("the client was closed", { reason: "CLIENT_CLOSED" }));
+    if (!this.supervisor.needsRestart()) return Promise.resolve(this.current);
+    this.pending ??= this.restart().finally(() => {
+      this.pending = null;
+    });
+    return this.pending;
+  }
+
+  private async restart(): Promise<Connection> {
+    this.current.close();
+    const process = await this.supervisor.restart();
+    this.current = await connectSidecar(this.supervisor, process.reply);
+    return this.current;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.current.close();
+    await this.supervisor.close();
+  }
+}
+
+async function connectSidecar(supervisor: SidecarSupervisor, reply: BootstrapReply): Promise<Connection> {
+  const options = resolveClientOptions(supervisor.options);
+  return openConnection(
+    { endpoint: reply.endpoint, certificate: reply.certificate, expectedInstanceId: reply.instanceId, expectedPin: reply.certificate.sha256, expectedMode: "SIDECAR" },
+    reply.bearer,
+    options,
+  );
+}
+
+/**
+ * A client of one Colossus worker. Create it with {@link Client.connect} (daemon) or
+ * {@link Client.startSidecar}; close it with `close()` or `await using`.
+ */
+export class Client implements AsyncDisposable {
+  /** Runs: create, get, list, watch, cancel, respond. */
+  readonly runs: Runs;
+  /** Artifacts: upload, download (needs the `artifacts` capability). */
+  readonly artifacts: Artifacts;
+  private closing: Promise<void> | null = null;
+
+  private constructor(private readonly source: DaemonSource | SidecarSource) {
+    const retry = source.current.options.retry;
+    this.runs = new Runs(source, retry);
+    this.artifacts = new Artifacts(source);
+  }
+
+  /** Connects to an installed worker after every trust check (C1-C6) passed. */
+  static async connect(options: DaemonOptions, extra: ConnectOptions = {}): Promise<Client> {
+    checkDaemonOptions(options);
+    const resolved = resolveClientOptions(options);
+    const found = await discover(options.publicApiDir, options.expectedInstanceId, options.expectedCertificateSha256);
+    const connection = await openConnection(
+      {
+        endpoint: found.descriptor.endpoint,
+        certificate: found.certificate,
+        expectedInstanceId: options.expectedInstanceId,
+        expectedPin: options.expectedCertificateSha256,
+        expectedMode: options.expectedDeploymentMode ?? "SHARED_DAEMON",
+      },
+      options.credentials,
+      resolved,
+      extra.signal,
+    );
+    return new Client(new DaemonSource(connection));
+  }
+
+  /** Starts a private worker, bootstraps it over pipes and connects to it. */
+  static async startSidecar(options: SidecarOptions): Promise<Client> {
+    checkSidecarOptions(options);
+    resolveClientOptions(options);
+    const supervisor = await SidecarSupervisor.create(options);
+    try {
+      const process = await supervisor.start();
+      const connection = await connectSidecar(supervisor, process.reply);
+      return new Client(new SidecarSource(supervisor, connection));
+    } catch (error) {
+      await supervisor.close();
+      throw error;
+    }
+  }
+
+  /** The verified `GetServerInfo` answer: identity, capabilities and limits. */
+  get serverInfo(): ServerInfo {
+    return this.source.current.serverInfo;
+  }
+
+  /** Closes the connection (and stops a sidecar's worker). Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.source.close();
+    return this.closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  [inspect.custom](): string {
+    return `Client(instance=${this.serverInfo.instanceId}, mode=${this.serverInfo.deploymentMode})`;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { instanceId: this.serverInfo.instanceId, deploymentMode: this.serverInfo.deploymentMode };
+  }
+}
+

@@ -1,0 +1,111 @@
+/** `client.runs`: create, get, list, watch, cancel and respond (S1-S4). */
+import type { RequestOptions } from "./connection.js";
+import * as convert from "./convert.js";
+import { invalidArgument } from "./errors.js";
+import type * as m from "./models.js";
+import type { ResolvedRetryPolicy } from "./retry.js";
+import { RunPager } from "./pagination.js";
+import { buildCreateRun, buildListRuns, buildRespond, checkId, checkIdempotencyKey, newIdempotencyKey, type CreateRunOptions } from "./requests.js";
+import { Watch, type ConnectionSource, type WatchOptions } from "./watch.js";
+
+/** Options of `runs.list`. */
+export interface ListRunsOptions extends RequestOptions {
+  /** Only runs in these statuses. */
+  readonly statuses?: readonly m.RunStatus[];
+  /** Runs per page (0: the worker's default, which is also its maximum). */
+  readonly pageSize?: number;
+  /** Resume a traversal from a page's `nextPageToken`. */
+  readonly pageToken?: string;
+}
+
+export class Runs {
+  /** @internal */
+  constructor(
+    private readonly source: ConnectionSource,
+    private readonly retry: ResolvedRetryPolicy,
+  ) {}
+
+  /**
+   * Creates a run. Never retried automatically: on `OutcomeUnknownError` call again with
+   * `error.idempotencyKey` to get the same run. Scope `runs:execute`.
+   */
+  async create(input: string | readonly m.InputPart[], options: CreateRunOptions & RequestOptions = {}): Promise<m.CreateRunResult> {
+    const key = options.idempotencyKey === undefined ? newIdempotencyKey() : checkIdempotencyKey(options.idempotencyKey);
+    try {
+      const connection = await this.source.connection();
+      const request = buildCreateRun(connection.serverInfo, key, input, options, connection.options.traceContext?.() ?? null);
+      let response;
+      try {
+        response = await connection.runs.createRun(request, connection.callOptions(options));
+      } catch (error) {
+        throw connection.mapError(error, { mutation: true, idempotencyKey: key, signal: options.signal });
+      }
+      return Object.freeze({ run: convert.run(response.run), replayed: response.replayed, idempotencyKey: key });
+    } catch (error) {
+      throw withKey(error, key);
+    }
+  }
+
+  /** One run. Retries `UNAVAILABLE`. Scope `runs:read`. */
+  async get(runId: string, options: RequestOptions = {}): Promise<m.Run> {
+    checkId(runId, "run_id");
+    const connection = await this.source.connection();
+    return connection.read(async () => convert.run((await connection.runs.getRun({ runId }, connection.callOptions(options))).run), options.signal);
+  }
+
+  /** The caller's runs, newest first, as an async iterable (or `.pages()`). Scope `runs:read`. */
+  list(options: ListRunsOptions = {}): RunPager {
+    const statuses = options.statuses ?? [];
+    const pageSize = options.pageSize ?? 0;
+    return new RunPager(async (token) => {
+      const connection = await this.source.connection();
+      const request = buildListRuns(connection.serverInfo, statuses, pageSize, token);
+      return connection.read(async () => {
+        const response = await connection.runs.listRuns(request, connection.callOptions(options));
+        return Object.freeze({ runs: Object.freeze(response.runs.map((r) => convert.run(r))), nextPageToken: response.nextPageToken });
+      }, options.signal);
+    }, options.pageToken ?? "");
+  }
+
+  /** The run's events, in order, exactly once; see {@link Watch}. Scope `runs:read`. */
+  watch(runId: string, options: WatchOptions = {}): Watch {
+    checkId(runId, "run_id");
+    const after = options.afterSequence ?? 0;
+    if (!Number.isSafeInteger(after) || after < 0) {
+      throw invalidArgument("afterSequence must be a non-negative integer", "after_sequence");
+    }
+    if (options.idleTimeoutMs !== undefined && !(options.idleTimeoutMs > 0)) {
+      throw invalidArgument("idleTimeoutMs must be a positive number of milliseconds", "idle_timeout");
+    }
+    return new Watch(this.source, runId, this.retry, options);
+  }
+
+  /** Asks the worker to cancel (idempotent; never retried). Scope `runs:control`. */
+  async cancel(runId: string, options: RequestOptions = {}): Promise<m.Run> {
+    checkId(runId, "run_id");
+    const connection = await this.source.connection();
+    try {
+      return convert.run((await connection.runs.cancelRun({ runId }, connection.callOptions(options))).run);
+    } catch (error) {
+      throw connection.mapError(error, { mutation: true, signal: options.signal });
+    }
+  }
+
+  /** Answers a pending prompt or approval (never retried). Scope `prompts:respond` or `approvals:respond`. */
+  async respond(runId: string, interactionId: string, answer: m.InteractionAnswer, options: RequestOptions = {}): Promise<m.Run> {
+    const connection = await this.source.connection();
+    const request = buildRespond(connection.serverInfo, runId, interactionId, answer);
+    try {
+      return convert.run((await connection.runs.respondInteraction(request, connection.callOptions(options))).run);
+    } catch (error) {
+      throw connection.mapError(error, { mutation: true, signal: options.signal });
+    }
+  }
+}
+
+function withKey(error: unknown, key: string): unknown {
+  if (error !== null && typeof error === "object" && "idempotencyKey" in error && (error as { idempotencyKey: unknown }).idempotencyKey === null) {
+    Object.defineProperty(error, "idempotencyKey", { value: key });
+  }
+  return error;
+}

@@ -1,0 +1,202 @@
+/**
+ * The sidecar placement (S7): start a private worker with no shell, in its own process
+ * group, bootstrap it over inherited pipes (descriptors 3 and 4), supervise it, and end
+ * the whole group on close. An unexpected exit is restarted lazily by the next call that
+ * needs the worker, at most `maxRestarts` times with backoff; a request in flight when the
+ * worker died fails and is never replayed.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Readable, Writable } from "node:stream";
+import { SidecarError } from "./errors.js";
+import type { Logger } from "./logger.js";
+import type { SidecarOptions } from "./options.js";
+import { Backoff, resolveRetryPolicy, sleep } from "./retry.js";
+import { encodeRequest, MAX_FRAME, parseReply, type BootstrapReply } from "./sidecar-bootstrap.js";
+import { checkPrivateDirectory } from "./transport/owner-only-file.js";
+
+const DEFAULT_SCOPES = ["runs:execute", "runs:read", "runs:control", "prompts:respond"];
+
+function readFrame(stream: Readable, timeoutMs: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let buffered = Buffer.alloc(0);
+    const finish = (error: Error | null, frame?: Buffer): void => {
+      clearTimeout(timer);
+      stream.off("data", onData);
+      stream.off("end", onEnd);
+      stream.off("error", onEnd);
+      if (error !== null) reject(error);
+      else resolve(frame ?? Buffer.alloc(0));
+    };
+    const onData = (chunk: Buffer): void => {
+      buffered = Buffer.concat([buffered, chunk]);
+      if (buffered.length < 4) return;
+      const length = buffered.readUInt32BE(0);
+      if (length > MAX_FRAME) {
+        finish(new SidecarError("the bootstrap reply is larger than 64 KiB", { reason: "BOOTSTRAP_MALFORMED" }));
+        return;
+      }
+      if (buffered.length >= 4 + length) finish(null, buffered.subarray(4, 4 + length));
+    };
+    const onEnd = (): void => finish(new SidecarError("the sidecar closed the bootstrap pipe before replying", { reason: "BOOTSTRAP_EOF" }));
+    const timer = setTimeout(() => finish(new SidecarError("the sidecar did not answer in time", { reason: "BOOTSTRAP_TIMEOUT" })), timeoutMs);
+    stream.on("data", onData);
+    stream.once("end", onEnd);
+    stream.once("error", onEnd);
+  });
+}
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // The group is already gone.
+  }
+}
+
+/** One spawned worker with its validated reply. */
+export class SidecarProcess {
+  private closing = false;
+  private exitedFlag = false;
+  private readonly exited: Promise<void>;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly keepalive: Writable,
+    readonly reply: BootstrapReply,
+    private readonly logger: Logger | undefined,
+  ) {
+    this.exited = new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        this.exitedFlag = true;
+        resolve();
+        return;
+      }
+      child.once("exit", () => {
+        this.exitedFlag = true;
+        if (!this.closing) this.logger?.warn("sidecar worker exited unexpectedly", { pid: child.pid });
+        resolve();
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
+  /** True when the worker exited without being asked to. */
+  get unexpectedExit(): boolean {
+    return this.exitedFlag && !this.closing;
+  }
+
+  static async spawn(options: SidecarOptions, stateDir: string): Promise<SidecarProcess> {
+    const argv = [...(options.extraArgs ?? []), "--sidecar", "--bootstrap-in-fd", "3", "--bootstrap-out-fd", "4"];
+    const request = encodeRequest({
+      stateDir,
+      applicationId: options.applicationId,
+      scopes: options.scopes ?? DEFAULT_SCOPES,
+      roles: options.roles ?? ["default"],
+      tools: options.tools ?? [],
+    });
+    const child = spawn(options.executable, argv, {
+      shell: false,
+      detached: true,
+      stdio: ["ignore", "ignore", options.inheritStderr === true ? "inherit" : "ignore", "pipe", "pipe"],
+    });
+    const spawned = await new Promise<Error | null>((resolve) => {
+      child.once("spawn", () => resolve(null));
+      child.once("error", (error) => resolve(error));
+    });
+    if (spawned !== null) {
+      throw new SidecarError(`cannot start the worker (${(spawned as NodeJS.ErrnoException).code ?? "error"})`, { reason: "SPAWN_FAILED" });
+    }
+    const pid = child.pid ?? 0;
+    options.logger?.info("started sidecar worker", { pid });
+    const input = child.stdio[3] as Writable;
+    const output = child.stdio[4] as Readable;
+    try {
+      input.write(request);
+      const reply = parseReply(await readFrame(output, options.startupTimeoutMs ?? 30_000));
+      output.destroy();
+      return new SidecarProcess(child, input, reply, options.logger);
+    } catch (error) {
+      output.destroy();
+      input.destroy();
+      killGroup(pid, "SIGKILL");
+      throw error;
+    }
+  }
+
+  /** EOF on the bootstrap pipe, then SIGTERM and SIGKILL to the whole group. */
+  async close(graceMs: number): Promise<void> {
+    if (this.closing) return this.exited;
+    this.closing = true;
+    this.keepalive.destroy();
+    const pid = this.pid;
+    const gone = (ms: number): Promise<boolean> =>
+      Promise.race([this.exited.then(() => true), sleep(ms).then(() => false)]);
+    if (!(await gone(graceMs))) {
+      killGroup(pid, "SIGTERM");
+      if (!(await gone(2_000))) {
+        killGroup(pid, "SIGKILL");
+        await gone(5_000);
+      }
+    }
+    // Stragglers in the group that outlived the leader.
+    killGroup(pid, "SIGKILL");
+    this.logger?.info("sidecar worker stopped", { pid });
+  }
+}
+
+/** Owns the worker across restarts. */
+export class SidecarSupervisor {
+  restarts = 0;
+  process: SidecarProcess | null = null;
+  private readonly backoff = new Backoff(resolveRetryPolicy({ maxAttempts: 4, initialBackoffMs: 500, maxBackoffMs: 5_000, maxElapsedMs: 120_000 }));
+
+  private constructor(
+    readonly options: SidecarOptions,
+    readonly stateDir: string,
+    private readonly ownedDir: boolean,
+  ) {}
+
+  static async create(options: SidecarOptions): Promise<SidecarSupervisor> {
+    if (options.stateDir === undefined) {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), "colossus-sidecar-"));
+      await fs.chmod(dir, 0o700);
+      return new SidecarSupervisor(options, dir, true);
+    }
+    await checkPrivateDirectory(options.stateDir, (m) => new SidecarError(m, { reason: "STATE_DIR_INVALID", metadata: { field: "stateDir" } }), "stateDir");
+    return new SidecarSupervisor(options, options.stateDir, false);
+  }
+
+  async start(): Promise<SidecarProcess> {
+    this.process = await SidecarProcess.spawn(this.options, this.stateDir);
+    return this.process;
+  }
+
+  needsRestart(): boolean {
+    return this.process?.unexpectedExit === true;
+  }
+
+  /** Replaces a worker that exited unexpectedly (bounded). */
+  async restart(): Promise<SidecarProcess> {
+    await this.process?.close(0);
+    const max = this.options.maxRestarts ?? 3;
+    if (this.restarts >= max) {
+      throw new SidecarError(`the sidecar exited unexpectedly and all ${max} restarts were used`, { reason: "SIDECAR_RESTARTS_EXHAUSTED" });
+    }
+    this.restarts += 1;
+    const delay = this.backoff.next() ?? 5_000;
+    this.options.logger?.warn("restarting sidecar worker", { restart: this.restarts, delayMs: Math.round(delay) });
+    await sleep(delay);
+    return this.start();
+  }
+
+  async close(): Promise<void> {
+    await this.process?.close(this.options.shutdownGraceMs ?? 5_000);
+    if (this.ownedDir) await fs.rm(this.stateDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The gRPC channel: connect-node over HTTP/2, every connection opened by
+ * {@link openVerifiedSocket}, the bearer added by one interceptor once it is loaded, and
+ * message caps (C7). The first connection is opened and verified before any bearer
+ * exists, so the bearer is loaded only after the live handshake passed (C5).
+ */
+import type { Interceptor, Transport } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { ClientClosedError, TlsPolicyError, TransportError, type TrustError } from "../errors.js";
+import type { Bearer } from "./bearer.js";
+import { openVerifiedSocket, type PinnedTarget } from "./verified-socket.js";
+
+export interface ChannelOptions {
+  readonly target: PinnedTarget;
+  readonly handshakeTimeoutMs: number;
+  /** Extra metadata for every call (trace context). */
+  readonly headers?: (() => Readonly<Record<string, string>> | null) | undefined;
+}
+
+/** One HTTP/2 connection manager shared by every transport of a client. */
+export class Channel {
+  private bearer: Bearer | null = null;
+  private trustFailure: TrustError | null = null;
+  private closed = false;
+  private readonly manager: Http2SessionManager;
+  private readonly authorize: Interceptor;
+
+  constructor(private readonly options: ChannelOptions) {
+    this.manager = new Http2SessionManager(
+      options.target.endpoint.url,
+      { idleConnectionTimeoutMs: 15 * 60 * 1000 },
+      {
+        createConnection: () => {
+          this.trustFailure = null;
+          return openVerifiedSocket(options.target, {
+            alpn: ["h2"],
+            handshakeTimeoutMs: options.handshakeTimeoutMs,
+            onTrustFailure: (error) => {
+              this.trustFailure = error;
+            },
+          });
+        },
+      },
+    );
+    this.authorize = (next) => (request) => {
+      const bearer = this.bearer;
+      if (bearer === null) throw new ClientClosedError("no bearer is loaded on this channel", { reason: "NO_BEARER" });
+      request.header.set("authorization", bearer.authorization());
+      const extra = this.options.headers?.();
+      if (extra) for (const [key, value] of Object.entries(extra)) request.header.set(key, value);
+      return next(request);
+    };
+  }
+
+  /** Opens and verifies a connection without sending any request. */
+  async connect(): Promise<void> {
+    const state = await this.manager.connect();
+    if (state === "error") {
+      throw this.trustFailure ?? new TransportError("cannot connect to the worker", { code: "UNAVAILABLE", reason: "UNREACHABLE" });
+    }
+    if (this.trustFailure !== null) throw this.trustFailure;
+  }
+
+  /** Makes the bearer available to the interceptor (after the trust checks). */
+  setBearer(bearer: Bearer): void {
+    this.bearer = bearer;
+  }
+
+  /** A transport with the given caps over the shared connection. */
+  transport(readMaxBytes: number, writeMaxBytes: number): Transport {
+    return createGrpcTransport({
+      baseUrl: this.options.target.endpoint.url,
+      sessionManager: this.manager,
+      interceptors: [this.authorize],
+      readMaxBytes,
+      writeMaxBytes,
+    });
+  }
+
+  /** The trust failure of the newest connection attempt, if it failed one. */
+  lastTrustFailure(): TrustError | null {
+    return this.trustFailure;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.bearer = null;
+    this.manager.abort(new ClientClosedError("the client was closed", { reason: "CLIENT_CLOSED" }));
+  }
+}
+
+export { TlsPolicyError };

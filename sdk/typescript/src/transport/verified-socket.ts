@@ -1,0 +1,209 @@
+/**
+ * Every TLS connection the SDK makes is opened here, pre-flight and gRPC alike, reconnects
+ * included (C4): TLS 1.3 only, the pinned leaf as the only trust anchor, the presented
+ * leaf's SHA-256 equal to the pin, no issuer linked to it, and (from the recorded
+ * handshake) exactly one certificate in the server's Certificate message. The checks run
+ * inside the handshake and in the first `secureConnect` listener, before the HTTP/2 layer
+ * can write a byte, so a connection that fails them never carries the bearer.
+ */
+import net from "node:net";
+import { Duplex } from "node:stream";
+import tls from "node:tls";
+import { PinMismatchError, TlsPolicyError, TransportError, TrustError } from "../errors.js";
+import { sha256Hex, type LeafCertificate } from "./certificate.js";
+import type { Endpoint } from "./endpoint.js";
+import { HandshakeReadError, readPresentedChain } from "./handshake-certificates.js";
+
+/** What a connection must prove. */
+export interface PinnedTarget {
+  readonly endpoint: Endpoint;
+  readonly certificate: LeafCertificate;
+  readonly pin: string;
+}
+
+/** Bytes the server wrote, kept until the handshake has been checked. */
+class RecordingDuplex extends Duplex {
+  private recorded: Buffer[] = [];
+  private recordedBytes = 0;
+  private recording = true;
+
+  constructor(private readonly socket: net.Socket) {
+    super();
+    socket.on("data", (chunk: Buffer) => {
+      if (this.recording) {
+        this.recorded.push(chunk);
+        this.recordedBytes += chunk.length;
+        // A handshake is a few KiB; a server that keeps talking is refused.
+        if (this.recordedBytes > 256 * 1024) {
+          this.destroy(new TlsPolicyError("the server sent too much data during the handshake", { reason: "TLS_HANDSHAKE" }));
+          return;
+        }
+      }
+      if (!this.push(chunk)) socket.pause();
+    });
+    socket.on("end", () => this.push(null));
+    socket.on("error", (error) => this.destroy(error));
+    socket.on("close", () => {
+      if (!this.destroyed) this.destroy();
+    });
+  }
+
+  takeRecording(): Buffer {
+    this.recording = false;
+    const all = Buffer.concat(this.recorded);
+    this.recorded = [];
+    return all;
+  }
+
+  override _read(): void {
+    this.socket.resume();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.socket.write(chunk, callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.socket.end();
+    callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.socket.destroy();
+    callback(error);
+  }
+}
+
+function identityCheck(target: PinnedTarget) {
+  return (host: string, cert: tls.PeerCertificate): Error | undefined => {
+    const standard = tls.checkServerIdentity(host, cert);
+    if (standard !== undefined) {
+      return new PinMismatchError("the server certificate does not name the endpoint address", { reason: "PIN_MISMATCH" });
+    }
+    if (sha256Hex(cert.raw) !== target.pin) {
+      return new PinMismatchError("the server presented a certificate other than the pinned one", { reason: "PIN_MISMATCH" });
+    }
+    const issuer = (cert as tls.DetailedPeerCertificate).issuerCertificate as tls.DetailedPeerCertificate | undefined;
+    if (issuer !== undefined && issuer !== cert && !issuer.raw.equals(cert.raw)) {
+      return new TlsPolicyError("the server presented an issuer certificate with its leaf", { reason: "TLS_CHAIN" });
+    }
+    return undefined;
+  };
+}
+
+/** Checks the recorded handshake; returns the error to fail the connection with, if any. */
+export function checkPresentedChain(socket: tls.TLSSocket, recording: Buffer, keylog: readonly Buffer[], pin: string): TrustError | null {
+  if (socket.getProtocol() !== "TLSv1.3") {
+    return new TlsPolicyError("the server negotiated a TLS version other than 1.3", { reason: "TLS_VERSION" });
+  }
+  const suite = socket.getCipher().standardName;
+  let certificates: readonly Buffer[];
+  try {
+    certificates = readPresentedChain(recording, suite, keylog).certificates;
+  } catch (error) {
+    const detail = error instanceof HandshakeReadError ? error.message : "unreadable handshake";
+    return new TlsPolicyError(`the server's certificate list could not be verified: ${detail}`, { reason: "TLS_CHAIN" });
+  }
+  if (certificates.length !== 1) {
+    return new TlsPolicyError(`the server presented ${certificates.length} certificates; exactly one (the pinned leaf) is allowed`, {
+      reason: "TLS_CHAIN",
+      metadata: { presented: String(certificates.length) },
+    });
+  }
+  if (sha256Hex(certificates[0] ?? Buffer.alloc(0)) !== pin) {
+    return new PinMismatchError("the server presented a certificate other than the pinned one", { reason: "PIN_MISMATCH" });
+  }
+  return null;
+}
+
+/** Where trust failures of connections opened in the background are reported. */
+export type TrustFailureSink = (error: TrustError) => void;
+
+/**
+ * Opens one verified connection. The returned socket is usable at once (writes queue until
+ * the handshake is done); it is destroyed with a {@link TrustError} if any check fails.
+ */
+export function openVerifiedSocket(
+  target: PinnedTarget,
+  options: { readonly alpn?: readonly string[]; readonly handshakeTimeoutMs: number; readonly onTrustFailure?: TrustFailureSink },
+): tls.TLSSocket {
+  const raw = net.connect({ host: target.endpoint.host, port: target.endpoint.port, noDelay: true });
+  const recorder = new RecordingDuplex(raw);
+  const keylog: Buffer[] = [];
+  const socket = tls.connect({
+    socket: recorder,
+    host: target.endpoint.host,
+    ca: target.certificate.pem,
+    minVersion: "TLSv1.3",
+    maxVersion: "TLSv1.3",
+    rejectUnauthorized: true,
+    checkServerIdentity: identityCheck(target),
+    ...(options.alpn !== undefined ? { ALPNProtocols: [...options.alpn] } : {}),
+  });
+  const timer = setTimeout(() => {
+    socket.destroy(new TlsPolicyError("the TLS handshake did not finish in time", { reason: "TLS_HANDSHAKE_TIMEOUT" }));
+  }, options.handshakeTimeoutMs);
+  timer.unref();
+  socket.on("keylog", (line: Buffer) => keylog.push(line));
+  // Registered before anyone else can listen: it runs first on secureConnect.
+  socket.once("secureConnect", () => {
+    clearTimeout(timer);
+    const failure = checkPresentedChain(socket, recorder.takeRecording(), keylog, target.pin);
+    keylog.length = 0;
+    if (failure !== null) {
+      options.onTrustFailure?.(failure);
+      socket.destroy(failure);
+    }
+  });
+  socket.once("error", (error: Error & { code?: string }) => {
+    clearTimeout(timer);
+    const trust = classifyHandshakeError(error);
+    if (trust !== null) options.onTrustFailure?.(trust);
+  });
+  socket.once("close", () => clearTimeout(timer));
+  return socket;
+}
+
+/** Turns OpenSSL's handshake refusals into the SDK's typed trust errors. */
+export function classifyHandshakeError(error: Error & { code?: string }): TrustError | null {
+  if (error instanceof TrustError) return error;
+  const code = error.code ?? "";
+  if (code.includes("PROTOCOL_VERSION") || code.includes("UNSUPPORTED_PROTOCOL") || code.includes("TLSV1_ALERT_PROTOCOL_VERSION")) {
+    return new TlsPolicyError("the server does not speak TLS 1.3", { reason: "TLS_VERSION", cause: error });
+  }
+  if (code.includes("CERT") || code.includes("SELF_SIGNED") || code.includes("UNABLE_TO_VERIFY") || code.includes("UNABLE_TO_GET_ISSUER")) {
+    return new PinMismatchError("the server presented a certificate other than the pinned one", { reason: "PIN_MISMATCH", cause: error });
+  }
+  return null;
+}
+
+/** A throw-away verified connection (the pre-flight before the bearer is loaded). */
+export function preflight(target: PinnedTarget, handshakeTimeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let trust: TrustError | null = null;
+    const socket = openVerifiedSocket(target, {
+      handshakeTimeoutMs,
+      alpn: ["h2"],
+      onTrustFailure: (error) => {
+        trust = error;
+      },
+    });
+    socket.once("secureConnect", () => {
+      if (!socket.destroyed) {
+        socket.destroy();
+        resolve();
+      }
+    });
+    socket.once("error", (error: Error & { code?: string }) => {
+      const code = error.code ?? "";
+      if (trust === null && /^E[A-Z]+$/.test(code)) {
+        reject(new TransportError(`cannot reach the worker (${code})`, { code: "UNAVAILABLE", reason: "UNREACHABLE", cause: error }));
+        return;
+      }
+      reject(trust ?? classifyHandshakeError(error) ?? new TlsPolicyError(`the pre-flight handshake failed: ${error.code ?? error.message}`, { reason: "TLS_HANDSHAKE", cause: error }));
+    });
+    socket.once("close", () => {
+      reject(trust ?? new TlsPolicyError("the server closed the connection during the handshake", { reason: "TLS_HANDSHAKE" }));
+    });
+  });
+}

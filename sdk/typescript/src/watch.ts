@@ -1,0 +1,190 @@
+/**
+ * The watch driver (S1): opens a stream from the cursor, hands each event to
+ * {@link WatchCore}, yields what it delivers, and on a failure or a clean close does what
+ * the core decides. All rules live in the core; this file only moves messages.
+ */
+import { equals } from "@bufbuild/protobuf";
+import type { Connection } from "./connection.js";
+import * as convert from "./convert.js";
+import { isRetryable } from "./error-mapping.js";
+import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } from "./errors.js";
+import { RunEventSchema, type RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
+import type { RunEvent } from "./models.js";
+import { sleep, type ResolvedRetryPolicy } from "./retry.js";
+import { WatchCore, type ReplayWindow, type Resume } from "./watch-core.js";
+
+/** Passed to `onReconnect` before each reconnect. */
+export interface ReconnectInfo {
+  readonly runId: string;
+  /** 1 for the first reconnect since the last delivered event. */
+  readonly attempt: number;
+  /** Milliseconds the watch waits before reconnecting. */
+  readonly delayMs: number;
+  /** The cursor the new stream starts after. */
+  readonly afterSequence: number;
+  /** The retryable failure, or `null` after a clean close of a still-running run. */
+  readonly cause: ColossusError | null;
+}
+
+/** Options of `runs.watch`. */
+export interface WatchOptions {
+  /** Start after this sequence (exclusive cursor). Default 0: from the first event. */
+  readonly afterSequence?: number;
+  /** Stops the watch (the run keeps going). */
+  readonly signal?: AbortSignal;
+  /** Called before each reconnect. */
+  readonly onReconnect?: (info: ReconnectInfo) => void;
+  /** Fail with `WatchIdleTimeoutError` when no event arrives for this long, in milliseconds. */
+  readonly idleTimeoutMs?: number;
+  /** Overrides the client's retry policy for reconnects. */
+  readonly retry?: ResolvedRetryPolicy;
+  /** Overrides the replay window bounds. */
+  readonly replayWindow?: ReplayWindow;
+}
+
+/** Where the watch gets its connection (a sidecar may replace it between attempts). */
+export interface ConnectionSource {
+  connection(): Promise<Connection>;
+}
+
+/** A cheap upper estimate of an event's size, for the byte bound of the replay window. */
+export function estimateEventBytes(event: PbRunEvent): number {
+  let size = 64 + event.runId.length;
+  const p = event.payload;
+  switch (p.case) {
+    case "outputDelta":
+      size += p.value.text.length * 3;
+      break;
+    case "interactionRequested": {
+      const kind = p.value.interaction?.kind;
+      if (kind?.case === "prompt") size += (kind.value.question.length + kind.value.choices.join("").length) * 3 + 16 * kind.value.choices.length;
+      else size += 256;
+      break;
+    }
+    case "terminated":
+      size += ((p.value.result?.outputText.length ?? 0) + (p.value.result?.research?.report.length ?? 0)) * 3 + 128;
+      break;
+    default:
+      size += 128;
+  }
+  return size;
+}
+
+/**
+ * A run's events in order, each exactly once. Iterate it with `for await`; leaving the loop,
+ * `close()`, `await using` or the signal stop the stream. Stopping never cancels the run.
+ */
+export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
+  private readonly core: WatchCore<PbRunEvent>;
+  private readonly stop = new AbortController();
+  private started = false;
+
+  /** @internal */
+  constructor(
+    private readonly source: ConnectionSource,
+    runId: string,
+    private readonly policy: ResolvedRetryPolicy,
+    private readonly options: WatchOptions,
+  ) {
+    this.core = new WatchCore<PbRunEvent>(
+      runId,
+      options.afterSequence ?? 0,
+      options.retry ?? policy,
+      (a, b) => equals(RunEventSchema, a, b),
+      options.replayWindow,
+    );
+  }
+
+  get runId(): string {
+    return this.core.runId;
+  }
+
+  /** The sequence of the last delivered event: pass it as `afterSequence` to resume elsewhere. */
+  get lastSequence(): number {
+    return this.core.lastSequence;
+  }
+
+  /** Stops the stream. The run keeps going. */
+  close(): void {
+    this.stop.abort(new AbortedError("the watch was closed", { reason: "WATCH_CLOSED" }));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+    return Promise.resolve();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<RunEvent> {
+    if (this.started) throw new TypeError("a Watch can be iterated only once; start another with runs.watch");
+    this.started = true;
+    return this.events();
+  }
+
+  private stopped(): boolean {
+    return this.stop.signal.aborted || this.options.signal?.aborted === true;
+  }
+
+  private async pause(resume: Resume | null, cause: ColossusError | null, connection: Connection): Promise<void> {
+    if (resume === null) {
+      throw cause ?? new TransportError("the watch kept closing before the run ended", { reason: "WATCH_RECONNECTS_EXHAUSTED" });
+    }
+    const info: ReconnectInfo = { runId: this.core.runId, attempt: resume.attempt, delayMs: resume.delayMs, afterSequence: resume.afterSequence, cause };
+    connection.options.logger?.info("watch reconnecting", { runId: info.runId, afterSequence: info.afterSequence, attempt: info.attempt, delayMs: Math.round(info.delayMs) });
+    this.options.onReconnect?.(info);
+    const signal = this.options.signal === undefined ? this.stop.signal : AbortSignal.any([this.stop.signal, this.options.signal]);
+    await sleep(resume.delayMs, signal).catch(() => undefined);
+  }
+
+  private async *events(): AsyncGenerator<RunEvent, void, undefined> {
+    const core = this.core;
+    const idleMs = this.options.idleTimeoutMs;
+    while (!this.stopped()) {
+      const connection = await this.source.connection();
+      const attempt = new AbortController();
+      const signals = [this.stop.signal, attempt.signal];
+      if (this.options.signal !== undefined) signals.push(this.options.signal);
+      const signal = AbortSignal.any(signals);
+      let idleTimer: NodeJS.Timeout | undefined;
+      let idleFired = false;
+      const armIdle = (): void => {
+        if (idleMs === undefined) return;
+        clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => {
+          idleFired = true;
+          attempt.abort();
+        }, idleMs);
+      };
+      try {
+        armIdle();
+        const stream = connection.runs.watchRun({ runId: core.runId, afterSequence: BigInt(core.lastSequence) }, { signal });
+        for await (const response of stream) {
+          armIdle();
+          const event = response.event;
+          if (event === undefined) continue;
+          const sequence = convert.safeNumber(event.sequence, "event.sequence");
+          const verdict = core.onEvent(event.runId, sequence, event, estimateEventBytes(event), event.payload.case === "terminated");
+          if (verdict === "deliver") yield convert.runEvent(event, sequence);
+        }
+      } catch (error) {
+        if (idleFired) {
+          throw new WatchIdleTimeoutError(`no event for ${idleMs ?? 0} ms`, { reason: "WATCH_IDLE_TIMEOUT" });
+        }
+        if (error instanceof ColossusError && error.code === null) throw error;
+        if (this.stop.signal.aborted) return;
+        if (this.options.signal?.aborted === true) throw new AbortedError("the watch was aborted by the caller", { code: "CANCELLED", reason: "ABORTED" });
+        const mapped = connection.mapError(error);
+        if (!isRetryable(mapped)) throw mapped;
+        await this.pause(core.onRetryableFailure(), mapped, connection);
+        continue;
+      } finally {
+        clearTimeout(idleTimer);
+        attempt.abort();
+      }
+      if (this.stopped()) return;
+      // A clean close proves nothing until GetRun agrees (S1).
+      const run = await connection.read(async () => convert.run((await connection.runs.getRun({ runId: core.runId }, connection.callOptions(undefined))).run), this.options.signal);
+      if (core.onCleanClose(run) === "complete") return;
+      await this.pause(core.onRetryableFailure(), null, connection);
+    }
+  }
+}
