@@ -294,7 +294,9 @@ class Client:
         It shares this client's connection (and sidecar): closing either closes both.
         Omitted arguments keep this client's values.
         """
-        return Client(_SyncOverride(self._backend, _changes(timeout, retry)), self._options)
+        changes = _changes(timeout, retry)
+        options = dataclasses.replace(self._options, **changes)
+        return Client(_SyncOverride(self._backend, changes), options)
 
     def close(self) -> None:
         """Closes the channel; for a sidecar, also stops the worker's process group."""
@@ -355,7 +357,9 @@ class AsyncClient:
         self, *, timeout: float | object | None = DEFAULT, retry: RetryPolicy | None = None
     ) -> AsyncClient:
         """See :meth:`Client.with_options`."""
-        return AsyncClient(_AsyncOverride(self._backend, _changes(timeout, retry)), self._options)
+        changes = _changes(timeout, retry)
+        options = dataclasses.replace(self._options, **changes)
+        return AsyncClient(_AsyncOverride(self._backend, changes), options)
 
     @property
     def server_info(self) -> ServerInfo:

@@ -1,0 +1,49 @@
+"""Faults the fake worker can inject into its next matching call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One injected misbehaviour, used once by the next call it applies to.
+
+    Build them with the class methods; hand them to :meth:`FakeWorker.inject`.
+    """
+
+    method: str
+    kind: str
+    after_events: int = 0
+    code: str = "UNAVAILABLE"
+    reason: str | None = None
+
+    @classmethod
+    def drop_watch(cls, *, after_events: int = 0) -> Fault:
+        """The next ``WatchRun`` sends ``after_events`` events, then fails with
+        ``UNAVAILABLE`` (a dropped connection): the SDK reconnects from its cursor."""
+        return cls("WatchRun", "drop", after_events=after_events)
+
+    @classmethod
+    def gap(cls, *, after_events: int = 0) -> Fault:
+        """The next ``WatchRun`` skips one sequence after ``after_events`` events: the SDK
+        raises :class:`~colossus.WatchGapError`."""
+        return cls("WatchRun", "gap", after_events=after_events)
+
+    @classmethod
+    def replay(cls, *, after_events: int = 1) -> Fault:
+        """The next ``WatchRun`` sends its first event again after ``after_events``
+        events (identical content): the SDK drops the duplicate."""
+        return cls("WatchRun", "replay", after_events=after_events)
+
+    @classmethod
+    def unavailable_after_commit(cls, method: str = "CreateRun") -> Fault:
+        """The next ``method`` call takes effect, then fails with ``UNAVAILABLE``: a
+        mutation's outcome is unknown to the SDK (:class:`~colossus.OutcomeUnknownError`)."""
+        return cls(method, "after_commit")
+
+    @classmethod
+    def fail(cls, method: str, code: str = "UNAVAILABLE", reason: str | None = None) -> Fault:
+        """The next ``method`` call fails before doing anything, with the gRPC status
+        ``code`` (a ``grpc.StatusCode`` name) and an optional ``ErrorInfo`` ``reason``."""
+        return cls(method, "fail", code=code.upper(), reason=reason)
