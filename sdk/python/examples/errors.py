@@ -7,18 +7,25 @@ from _worker import worker_executable
 
 
 def create_exactly_once(client: colossus.Client, text: str) -> colossus.CreateRunResult:
-    """The safe retry pattern: the SDK never repeats a create, the caller may, same key."""
+    """The safe retry pattern: the SDK never repeats a create on its own; the caller may,
+    with the same key, so a retry can never make a second run.
+
+    ``rate_limit_retries`` lets the SDK wait out the worker's create rate limit (the
+    advertised refill time) and try again with the same key; an unknown outcome is
+    retried here, also with the same key.
+    """
     key: str | None = None
     for _ in range(3):
         try:
-            return client.runs.create(text, idempotency_key=key)
+            return client.runs.create(text, idempotency_key=key, rate_limit_retries=5)
         except colossus.OutcomeUnknownError as error:
             key = error.idempotency_key  # repeat with the same key: no duplicate run
-        except colossus.ResourceExhaustedError as error:
-            if error.reason != colossus.ErrorReason.CREATE_RATE_LIMIT:
-                raise
-            key = error.idempotency_key
-    raise RuntimeError("gave up")
+    raise RuntimeError("the worker stayed unreachable; retry later with the same key")
+
+
+def burst(client: colossus.Client, count: int) -> list[str]:
+    """More creates than the per-application burst allows: each still succeeds, once."""
+    return [create_exactly_once(client, f"task {i}").run.run_id for i in range(count)]
 
 
 def main() -> None:
@@ -26,6 +33,8 @@ def main() -> None:
     with colossus.Client.start_sidecar(options) as client:
         first = create_exactly_once(client, "hello")
         print(f"created {first.run.run_id}")
+        # The reference worker allows a burst of 4 creates per application, then 1/s.
+        print(f"burst of 6 created {len(set(burst(client, 6)))} distinct runs")
 
         try:
             client.runs.get("run_does_not_exist")

@@ -48,6 +48,8 @@ def test_errors() -> None:
     out = _run("errors.py")
     assert "reason=RUN_NOT_FOUND" in out and "reason=IDEMPOTENCY_CONFLICT" in out
     assert "reason=MAX_TURNS_OUT_OF_RANGE" in out
+    # Past the per-application burst the creates wait for the refill instead of failing.
+    assert "burst of 6 created 6 distinct runs" in out
 
 
 def test_daemon(tmp_path: Path) -> None:
