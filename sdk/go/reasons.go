@@ -54,6 +54,7 @@ const (
 	ReasonServerInfoMismatch     = "SERVER_INFO_MISMATCH"
 	ReasonTLSVersion             = "TLS_VERSION"
 	ReasonTLSChain               = "TLS_CHAIN"
+	ReasonTLSHandshake           = "TLS_HANDSHAKE"
 	ReasonPinMismatch            = "PIN_MISMATCH"
 	ReasonResponseTooLarge       = "RESPONSE_TOO_LARGE"
 	ReasonArtifactSizeMismatch   = "ARTIFACT_SIZE_MISMATCH"

@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 
 	pb "github.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1"
 )
@@ -57,7 +56,7 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 	}
 	recv := o.maxResponseBytes()
 	conn, err := grpc.NewClient("passthrough:///"+t.endpoint.address(),
-		grpc.WithTransportCredentials(credentials.NewTLS(policy.config())),
+		grpc.WithTransportCredentials(policy.transportCredentials()),
 		grpc.WithPerRPCCredentials(&bearerCredentials{s: bearer, trace: o.TraceContext}),
 		grpc.WithDisableRetry(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(recv)),

@@ -10,6 +10,8 @@ import (
 	"net"
 	"strings"
 	"sync"
+
+	"google.golang.org/grpc/credentials"
 )
 
 // trustPolicy enforces C4 on every TLS connection this client makes, the pre-flight and
@@ -62,13 +64,54 @@ func (p *trustPolicy) verify(cs tls.ConnectionState) error {
 				"the worker presented a certificate that does not hash to the provisioned pin")
 		}
 	}
+	p.record(violation)
 	if violation != nil {
-		p.mu.Lock()
-		p.last = violation
-		p.mu.Unlock()
 		return violation
 	}
 	return nil
+}
+
+// record remembers the outcome of the latest handshake: a violation, or nil after a
+// handshake that passed (so an old violation is never blamed for a later failure).
+func (p *trustPolicy) record(v *Error) {
+	p.mu.Lock()
+	p.last = v
+	p.mu.Unlock()
+}
+
+func (p *trustPolicy) hasViolation() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last != nil
+}
+
+// isVersionRefusal reports a peer that refused TLS 1.3 with a protocol_version alert.
+func isVersionRefusal(err error) bool {
+	var alert tls.AlertError
+	return errors.As(err, &alert) && uint8(alert) == 70 || strings.Contains(err.Error(), "protocol version")
+}
+
+// policedCredentials wraps grpc-go's TLS credentials so that a reconnect refused for
+// its TLS version is remembered as a policy violation, like a failed pin check.
+type policedCredentials struct {
+	credentials.TransportCredentials
+	policy *trustPolicy
+}
+
+func (c policedCredentials) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	out, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, conn)
+	if err != nil && isVersionRefusal(err) && !c.policy.hasViolation() {
+		c.policy.record(newError(ErrTLSPolicy, ReasonTLSVersion, "the worker does not speak TLS 1.3"))
+	}
+	return out, info, err
+}
+
+func (c policedCredentials) Clone() credentials.TransportCredentials {
+	return policedCredentials{TransportCredentials: c.TransportCredentials.Clone(), policy: c.policy}
+}
+
+func (p *trustPolicy) transportCredentials() credentials.TransportCredentials {
+	return policedCredentials{TransportCredentials: credentials.NewTLS(p.config()), policy: p}
 }
 
 // takeViolation returns and clears the last recorded violation.
@@ -80,42 +123,40 @@ func (p *trustPolicy) takeViolation() *Error {
 	return v
 }
 
-// classifyHandshake turns a failed handshake into a trust error, or nil when the failure
-// was not about the TLS policy (the caller then reports a transport error).
+// classifyHandshake turns a failed handshake on an established TCP connection into a
+// trust error: the recorded policy violation when there is one, else a TLS policy
+// failure (a TLS 1.2-only server, for one, may just close the connection).
 func (p *trustPolicy) classifyHandshake(err error) *Error {
 	if v := p.takeViolation(); v != nil {
 		return v
 	}
-	var alert tls.AlertError
-	text := err.Error()
-	if errors.As(err, &alert) && uint8(alert) == 70 || // protocol_version
-		strings.Contains(text, "protocol version") || strings.Contains(text, "unsupported protocol") {
-		return newError(ErrTLSPolicy, ReasonTLSVersion, "the worker does not speak TLS 1.3")
+	if isVersionRefusal(err) {
+		return &Error{kind: ErrTLSPolicy.(*kind), Reason: ReasonTLSVersion, cause: err, Message: "the worker does not speak TLS 1.3"}
 	}
-	var recordErr tls.RecordHeaderError
-	if errors.As(err, &recordErr) || strings.Contains(text, "tls:") {
-		return newError(ErrTLSPolicy, ReasonTLSVersion, "the TLS handshake with the worker failed")
-	}
-	return nil
+	return &Error{kind: ErrTLSPolicy.(*kind), Reason: ReasonTLSHandshake, cause: err, Message: "the TLS 1.3 handshake with the worker failed"}
 }
 
 // preflight performs one handshake under the policy before the bearer is loaded, so a
 // wrong worker is refused with a typed error and nothing secret was ever sent.
 func (p *trustPolicy) preflight(ctx context.Context, endpoint Endpoint) error {
-	dialer := &tls.Dialer{Config: p.config()}
-	conn, err := dialer.DialContext(ctx, "tcp", endpoint.address())
+	var dialer net.Dialer
+	raw, err := dialer.DialContext(ctx, "tcp", endpoint.address())
 	if err != nil {
-		if v := p.classifyHandshake(err); v != nil {
-			return v
-		}
-		var netErr net.Error
 		sentinel := ErrTransport
-		if ctx.Err() != nil || errors.As(err, &netErr) && netErr.Timeout() {
+		if ctx.Err() != nil {
 			sentinel = ErrDeadlineExceeded
 		}
 		return &Error{kind: sentinel.(*kind), Reason: ReasonUnavailable, cause: err,
 			Message: "cannot reach the worker at " + endpoint.String()}
 	}
-	_ = conn.Close()
+	defer raw.Close()
+	conn := tls.Client(raw, p.config())
+	if err := conn.HandshakeContext(ctx); err != nil {
+		if ctx.Err() != nil && !p.hasViolation() {
+			return &Error{kind: ErrDeadlineExceeded.(*kind), Reason: ReasonUnavailable, cause: err,
+				Message: "the TLS handshake with the worker timed out"}
+		}
+		return p.classifyHandshake(err)
+	}
 	return nil
 }
