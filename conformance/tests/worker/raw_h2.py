@@ -108,6 +108,8 @@ class RawClient:
             self._acked = True
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.goaway = True
+        elif isinstance(event, h2.events.PingAckReceived):
+            self._ping_acked.append(True)
         stream_id = getattr(event, "stream_id", None)
         if not stream_id or stream_id not in self.outcomes:
             return
@@ -152,6 +154,16 @@ class RawClient:
             self._flush()
             if not view:
                 return
+
+    def round_trip(self) -> None:
+        """A PING and its answer: the worker has read every frame sent before it."""
+        acked: list[bool] = []
+        self._ping_acked = acked
+        self.conn.ping(b"roundtrp")
+        self._flush()
+        self.pump(lambda: bool(acked))
+
+    _ping_acked: list[bool] = []
 
     def reset(self, stream_id: int) -> None:
         self.conn.reset_stream(stream_id)
