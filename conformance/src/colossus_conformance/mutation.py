@@ -124,7 +124,9 @@ class Edit:
             raise MutantListError(f"{mutant}: the text to replace no longer occurs in {self.file}")
         if self.occurrence is None:
             if count > 1:
-                raise MutantListError(f"{mutant}: the text occurs {count} times in {self.file}; set occurrence")
+                raise MutantListError(
+                    f"{mutant}: the text occurs {count} times in {self.file}; set occurrence"
+                )
             start = text.index(self.find)
         else:
             if self.occurrence > count:
@@ -166,7 +168,9 @@ class MutantList:
 
 def load_list(path: Path, repo_root: Path) -> MutantList:
     data = yaml.safe_load(path.read_text())
-    errors = sorted(jsonschema.Draft202012Validator(LIST_SCHEMA).iter_errors(data), key=lambda e: list(e.path))
+    errors = sorted(
+        jsonschema.Draft202012Validator(LIST_SCHEMA).iter_errors(data), key=lambda e: list(e.path)
+    )
     if errors:
         where = "/".join(str(p) for p in errors[0].absolute_path) or "<root>"
         raise MutantListError(f"{path.name}: schema violation at {where}: {errors[0].message}")
@@ -319,14 +323,18 @@ def report(outcomes: list[Outcome], columns: tuple[str, ...], wall: float) -> tu
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m colossus_conformance.mutation", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m colossus_conformance.mutation", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--suite-dir", type=Path, required=True)
     p.add_argument("--sdk", required=True, help="the mutant list to run: mutants/<sdk>.yaml")
     p.add_argument("--mutant", action="append", default=[], help="run only these mutant IDs (repeatable)")
     p.add_argument("--column", action="append", default=[], help="run only these columns (repeatable)")
     p.add_argument("--results-dir", type=Path, help="default: <suite>/results")
     p.add_argument("--min-kill-rate", type=float, default=0.9)
-    p.add_argument("--all-killers", action="store_true", help="run every expected case, not stop at the first kill")
+    p.add_argument(
+        "--all-killers", action="store_true", help="run every expected case, not stop at the first kill"
+    )
     p.add_argument("--check", action="store_true", help="only check that every mutant applies, then exit")
     return p
 

@@ -10,10 +10,10 @@ evaluates the assertions. Clients never judge; all verdicts are made here.
 from __future__ import annotations
 
 import fcntl
-import re
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import tempfile

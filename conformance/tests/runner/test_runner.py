@@ -131,7 +131,39 @@ def test_bearer_in_a_report_fails_the_case(validator):
         ],
     }
     assert any("bearer" in f for f in judge(case, result, {}, [bearer]))
-    assert judge(case, result, {}, ["cb1_" + "B" * 43]) == []
+    # Any bearer of the issued grammar fails the case, even one the runner never enrolled
+    # (a sidecar's bootstrap bearer).
+    assert any("bearer" in f for f in judge(case, result, {}, ["cb1_" + "B" * 43]))
+
+
+def test_enrolled_bearer_of_any_shape_fails_and_others_pass(validator):
+    [case] = make_cases(validator, ["selftest.leak"])
+    secret = "a-provider-secret-of-another-shape"
+    result = {
+        "type": "result",
+        "case": case.id,
+        "steps": [
+            {
+                "id": "nap",
+                "op": "sleep",
+                "value": {"echo": {"seconds": 0}},
+                "error": {"kind": "other", "message": f"bad {secret}"},
+            }
+        ],
+    }
+    assert any("bearer" in f for f in judge(case, result, {}, [secret]))
+    assert judge(case, result, {}, ["some-other-secret-value"]) == []
+
+
+def test_trust_refusal_that_asked_for_the_bearer_fails(validator):
+    [case] = make_cases(validator, ["selftest.leak"])
+    hello = {"features": ["credential_calls"]}
+    step = {"id": "nap", "op": "sleep", "value": {"echo": {"seconds": 0}}, "error": {"kind": "trust"}}
+    step["credential_calls"] = 1
+    result = {"type": "result", "case": case.id, "steps": [step]}
+    assert any("credential provider was called" in f for f in judge(case, result, {}, [], hello=hello))
+    step["credential_calls"] = 0
+    assert judge(case, result, {}, [], hello=hello) == []
 
 
 def test_known_failures_file_must_name_its_sdk():
