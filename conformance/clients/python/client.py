@@ -198,21 +198,24 @@ def artifact_view(a: colossus.Artifact) -> dict[str, Any]:
 
 
 class CountingCredentialProvider:
-    """The SDK's in-memory provider, counting how often the SDK asks it (C5).
+    """A provider that returns the bearer exactly as received and counts the SDK's calls (C5).
 
+    It implements the SDK's provider interface itself instead of wrapping
+    ``InMemoryCredentialProvider``, which checks the grammar when constructed: a malformed
+    bearer must reach the SDK's connect path, so the case proves that path refuses it.
     The runner compares the count with the trust verdict: a connection refused by a
     trust check must never have asked for the bearer.
     """
 
-    __slots__ = ("_inner", "calls")
+    __slots__ = ("_bearer", "calls")
 
     def __init__(self, bearer: str) -> None:
-        self._inner = colossus.InMemoryCredentialProvider(bearer)
+        self._bearer = bearer
         self.calls = 0
 
     def load_bearer(self) -> str:
         self.calls += 1
-        return self._inner.load_bearer()
+        return self._bearer
 
     def __repr__(self) -> str:
         return f"CountingCredentialProvider(<redacted>, calls={self.calls})"
