@@ -377,6 +377,11 @@ class Suite:
         observations = merge_observations(observations, self._observe(worker, result, end=True))
         if worker is not None:
             observations["discovery"] = worker.discovery_facts()
+            if worker.listener_changed:
+                try:
+                    worker.restore_listener()
+                except Exception as exc:
+                    result.details.append(f"runner could not restore the worker's listener: {exc}")
         sidecars = {
             c["name"]: {"state_released": state_released(Path(c["state_dir"]))}
             for c in prepared.instruction["connections"]
@@ -418,7 +423,8 @@ class Suite:
         if action["op"] == "restart_worker":
             if worker is None:
                 raise RuntimeError("this case has no worker to restart")
-            worker.restart(hard=action.get("args", {}).get("mode", "term") == "kill")
+            args = action.get("args", {})
+            worker.restart(hard=args.get("mode", "term") == "kill", listener=args.get("listener"))
         else:
             raise RuntimeError(f"unknown runner action {action['op']}")
 

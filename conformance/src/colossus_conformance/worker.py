@@ -196,8 +196,15 @@ class ManagedWorker:
             self.instance_id = descriptor["instance_id"]
             self.certificate_sha256 = descriptor["certificate_sha256"]
 
-    def restart(self, hard: bool) -> None:
-        """Stops the worker (SIGKILL when ``hard``, else a graceful stop) and starts it again."""
+    def restart(self, hard: bool, listener: str | None = None) -> None:
+        """Stops the worker (SIGKILL when ``hard``, else a graceful stop) and starts it again.
+
+        ``listener`` names a listener variant for the new lifetime (``genuine`` for none);
+        the worker keeps its port, identity and discovery files, so only the live handshake
+        differs. ``restore_listener`` goes back to the configuration's own variant.
+        """
+        if listener is not None:
+            self.variant = None if listener == "genuine" else listener
         if hard and self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
@@ -214,6 +221,14 @@ class ManagedWorker:
         with contextlib.suppress(FileNotFoundError):
             self.fault_socket.unlink()
         self.start()
+
+    @property
+    def listener_changed(self) -> bool:
+        return self.variant != CONFIGURATIONS.get(self.name)
+
+    def restore_listener(self) -> None:
+        """Restarts into the configuration's own listener after a case changed it."""
+        self.restart(hard=False, listener=CONFIGURATIONS.get(self.name) or "genuine")
 
     def stop(self) -> None:
         if self.control is not None:
