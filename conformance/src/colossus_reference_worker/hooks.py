@@ -73,6 +73,17 @@ class WorkerHooks:
         call although its effect is durable (an "outcome unknown" reply).
         """
 
+    def alter_reply(self, method: str, request: Any, reply: Any) -> Any:
+        """Return the reply of a unary call (or an upload) to send. Default: unchanged.
+
+        ``request`` is the decoded request (``None`` for a client stream).
+        """
+        return reply
+
+    def wrap_replies(self, method: str, replies: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """Transform the replies of a server stream other than ``WatchRun``. Default: unchanged."""
+        return replies
+
     def wrap_watch(
         self, ctx: WatchContext, events: AsyncIterator[RunEvent]
     ) -> AsyncIterator[RunEvent]:

@@ -116,6 +116,7 @@ class ArtifactService:
             reply = await self.upload(
                 caller, read_messages(stream, UploadArtifactRequest, self._limits.max_request_bytes))
             await hooks.after_unary_commit(method)
+            reply = hooks.alter_reply(method, None, reply)
         await stream.send_message(reply)
 
     async def _download_rpc(self, stream: Stream[Any, Any]) -> None:

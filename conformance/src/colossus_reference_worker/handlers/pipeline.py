@@ -136,6 +136,7 @@ class Pipeline:
             if asyncio.iscoroutine(reply):
                 reply = await reply
             await self.hooks.after_unary_commit(method)
+            reply = self.hooks.alter_reply(method, request, reply)
         await stream.send_message(reply)
 
     async def server_stream(
@@ -149,5 +150,7 @@ class Pipeline:
             principal = self.authenticate(stream, method)
             request = await self.read(principal, stream, read)
             replies = open_stream(principal, request)
+            if method != "RunService/WatchRun":  # watches have wrap_watch
+                replies = self.hooks.wrap_replies(method, replies)
             async for reply in replies:
                 await stream.send_message(reply)
