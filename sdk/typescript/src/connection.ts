@@ -13,7 +13,7 @@
 import { createClient, type CallOptions, type Client as RpcClient } from "@connectrpc/connect";
 import * as convert from "./convert.js";
 import { loadBearer, type CredentialProvider } from "./credentials.js";
-import { mapError, isRetryable, type MapContext } from "./error-mapping.js";
+import { isRetryable, isUnreachable, mapError, type MapContext } from "./error-mapping.js";
 import { ClientClosedError, ColossusError, IncompatibleServerError, TransportError } from "./errors.js";
 import { ArtifactService } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import { RunService } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
@@ -127,7 +127,7 @@ export async function retryRead<T>(
     } catch (error) {
       const mapped = map(error);
       if (!isRetryable(mapped)) throw mapped;
-      const delay = backoff.next();
+      const delay = backoff.next(!isUnreachable(mapped));
       if (delay === null) throw mapped;
       await sleep(delay, signal).catch(() => {
         throw map(error);

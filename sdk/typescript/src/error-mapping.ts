@@ -81,6 +81,23 @@ const AMBIGUOUS: ReadonlySet<StatusCode> = new Set<StatusCode>([
   "ABORTED",
 ]);
 
+/** True when the failure never reached the worker (nothing listens: it is restarting). */
+export function isUnreachable(error: ColossusError): boolean {
+  return error.reason === "UNREACHABLE";
+}
+
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNREACH"]);
+
+function unreachableCause(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current !== undefined && current !== null; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && UNREACHABLE_CODES.has(code)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Only `UNAVAILABLE` is retried, and only for reads. */
 export function isRetryable(error: ColossusError): boolean {
   return error.code === "UNAVAILABLE" && !(error instanceof OutcomeUnknownError);
@@ -152,7 +169,9 @@ export function mapError(error: unknown, context: MapContext = {}): ColossusErro
   if (own !== null) return own;
   const connectError = ConnectError.from(error);
   const code = CODE_NAMES[connectError.code] ?? "UNKNOWN";
-  const { reason, metadata } = errorInfoOf(connectError);
+  const info = errorInfoOf(connectError);
+  const metadata = info.metadata;
+  const reason = info.reason ?? (code === "UNAVAILABLE" && unreachableCause(error) ? "UNREACHABLE" : null);
   const text = connectError.rawMessage || code.toLowerCase();
   const idempotencyKey = context.idempotencyKey ?? null;
   if (context.signal?.aborted === true) {

@@ -44,7 +44,7 @@ export type * from "./models.js";
 export type { ClientOptions, DaemonOptions, SidecarOptions, TraceContextProvider } from "./options.js";
 export { RunPager } from "./pagination.js";
 export type { CreateRunOptions } from "./requests.js";
-export type { RetryPolicy } from "./retry.js";
+export { DEFAULT_RETRY as DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.js";
 export type { ListRunsOptions, Runs } from "./runs.js";
 export type { Artifacts, UploadOptions } from "./artifacts.js";
 export { Watch, type ReconnectInfo, type WatchOptions } from "./watch.js";

@@ -6,11 +6,16 @@ import { invalidArgument } from "./errors.js";
  * A retry happens only while both budgets last: attempts and elapsed time.
  */
 export interface RetryPolicy {
-  /** Attempts of one read including the first; for a watch, reconnects in a row without a new event. Default 8. */
+  /**
+   * Calls of one read that reached the worker and failed, the first included; for a watch,
+   * stream attempts in a row without a new event. Default 5. While the worker cannot be
+   * reached at all (connection refused: it is restarting) no attempt is spent; only the
+   * elapsed budget applies, so a restart of a few seconds ends neither a read nor a watch.
+   */
   readonly maxAttempts?: number;
   /** Delay ceiling of the first retry, in milliseconds. Default 100. */
   readonly initialBackoffMs?: number;
-  /** Ceiling of one delay, in milliseconds. Default 2,000. */
+  /** Ceiling of one delay, in milliseconds. Default 5,000. */
   readonly maxBackoffMs?: number;
   /** Growth of the ceiling per attempt. Default 2. */
   readonly multiplier?: number;
@@ -22,9 +27,9 @@ export interface RetryPolicy {
 export type ResolvedRetryPolicy = Required<RetryPolicy>;
 
 export const DEFAULT_RETRY: ResolvedRetryPolicy = Object.freeze({
-  maxAttempts: 8,
+  maxAttempts: 5,
   initialBackoffMs: 100,
-  maxBackoffMs: 2_000,
+  maxBackoffMs: 5_000,
   multiplier: 2,
   maxElapsedMs: 30_000,
 });
@@ -62,16 +67,23 @@ export class Backoff {
     return this.attempt;
   }
 
-  /** The delay before the next retry ("full jitter"), or `null` when a budget is spent. */
-  next(): number | null {
+  /**
+   * The delay before the next retry ("full jitter"), or `null` when a budget is spent.
+   * `reachedWorker: false` (connection refused) spends time but no attempt.
+   */
+  next(reachedWorker = true): number | null {
     const now = this.now();
     this.startedAt ??= now;
-    if (this.attempt + 1 >= this.policy.maxAttempts) return null;
     const elapsed = now - this.startedAt;
     if (elapsed >= this.policy.maxElapsedMs) return null;
+    if (reachedWorker && this.attempt + 1 >= this.policy.maxAttempts) return null;
     const delay = Math.min(this.random() * Math.min(this.ceiling, this.policy.maxBackoffMs), this.policy.maxElapsedMs - elapsed);
-    this.ceiling *= this.policy.multiplier;
-    this.attempt += 1;
+    if (reachedWorker) {
+      this.ceiling *= this.policy.multiplier;
+      this.attempt += 1;
+    } else {
+      this.ceiling = Math.min(this.ceiling * this.policy.multiplier, 1_000);
+    }
     return delay;
   }
 }

@@ -121,13 +121,13 @@ export class WatchCore<C> {
   }
 
   /** A retryable failure (or a clean close of a running run): the next reconnect, or `null` when a budget is spent. */
-  onRetryableFailure(): Resume | null {
+  onRetryableFailure(reachedWorker = true): Resume | null {
     if (this.progressed) {
       // Progress since the last failure refills both budgets.
       this.progressed = false;
       this.backoff = new Backoff(this.policy, this.now, this.random);
     }
-    const delayMs = this.backoff.next();
+    const delayMs = this.backoff.next(reachedWorker);
     if (delayMs === null) return null;
     return { delayMs, afterSequence: this.lastSequenceValue, attempt: this.backoff.attempts };
   }

@@ -6,7 +6,7 @@
 import { equals } from "@bufbuild/protobuf";
 import type { Connection } from "./connection.js";
 import * as convert from "./convert.js";
-import { isRetryable } from "./error-mapping.js";
+import { isRetryable, isUnreachable } from "./error-mapping.js";
 import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } from "./errors.js";
 import { RunEventSchema, type RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
 import type { RunEvent } from "./models.js";
@@ -174,7 +174,7 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
         if (this.options.signal?.aborted === true) throw new AbortedError("the watch was aborted by the caller", { code: "CANCELLED", reason: "ABORTED" });
         const mapped = connection.mapError(error);
         if (!isRetryable(mapped)) throw mapped;
-        await this.pause(core.onRetryableFailure(), mapped, connection);
+        await this.pause(core.onRetryableFailure(!isUnreachable(mapped)), mapped, connection);
         continue;
       } finally {
         clearTimeout(idleTimer);

@@ -145,18 +145,28 @@ export function openVerifiedSocket(
   }, options.handshakeTimeoutMs);
   timer.unref();
   socket.on("keylog", (line: Buffer) => keylog.push(line));
-  // Registered before anyone else can listen: it runs first on secureConnect.
-  socket.once("secureConnect", () => {
-    clearTimeout(timer);
-    const failure = checkPresentedChain(socket, recorder.takeRecording(), keylog, target.pin);
-    keylog.length = 0;
-    if (failure !== null) {
-      options.onTrustFailure?.(failure);
-      socket.destroy(failure);
+  // The verdict is given before any listener hears of the connection: a socket that fails
+  // never announces `secureConnect`, so the HTTP/2 layer never starts on it (destroying it
+  // from inside a listener would pull the handle from under a session being set up).
+  const emit = socket.emit.bind(socket);
+  let verified = false;
+  socket.emit = (event: string | symbol, ...args: unknown[]): boolean => {
+    if (event === "secureConnect" && !verified) {
+      verified = true;
+      clearTimeout(timer);
+      const failure = checkPresentedChain(socket, recorder.takeRecording(), keylog, target.pin);
+      keylog.length = 0;
+      if (failure !== null) {
+        options.onTrustFailure?.(failure);
+        process.nextTick(() => socket.destroy(failure));
+        return false;
+      }
     }
-  });
+    return emit(event, ...args);
+  };
   socket.once("error", (error: Error & { code?: string }) => {
     clearTimeout(timer);
+    if (process.env["COLOSSUS_DEBUG_TLS"] === "1") process.stderr.write(`tls error ${error.code ?? ""} ${error.message}\n`);
     const trust = classifyHandshakeError(error);
     if (trust !== null) options.onTrustFailure?.(trust);
   });
