@@ -2,7 +2,10 @@
 
     python_sdk_tests     unit tests (in-process fake worker) and integration tests (the real
                          reference worker, installed from ./conformance, over real TLS)
-    python_sdk_lint      ruff (lint + format check) and mypy --strict
+    python_sdk_lint      ruff (lint + format check), mypy --strict, and the built sdist and
+                         wheel through twine check --strict and check-wheel-contents
+    python_sdk_tox       sdk/python/tox.ini: unit tests on Python 3.10, 3.12 and 3.13 and on
+                         the lowest allowed dependencies (3.11 runs the full suite above)
     python_sdk_examples  runs every script in sdk/python/examples against the reference worker
     bench_python_sdk     watch throughput, connect time and RSS growth (not in the default run)
 
@@ -19,7 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/python"
 PIP = "--disable-pip-version-check"
 
-DEFAULT_SESSIONS = ["python_sdk_lint", "python_sdk_tests", "python_sdk_examples"]
+DEFAULT_SESSIONS = [
+    "python_sdk_lint",
+    "python_sdk_tests",
+    "python_sdk_examples",
+    "python_sdk_tox",
+]
 
 
 # The worker is installed into these sessions, so integration tests must run, never skip.
@@ -52,6 +60,38 @@ def python_sdk_lint(session: nox.Session) -> None:
         session.run("ruff", "check", "src", "tests", "examples", "benchmarks")
         session.run("ruff", "format", "--check", "src", "tests", "examples", "benchmarks")
         session.run("mypy", "--strict", "src/colossus", "examples", "benchmarks")
+    session.install(PIP, "-r", str(SDK / "requirements-release.txt"))
+    dist = Path(session.create_tmp()) / "dist"
+    session.run("python", "-m", "build", "--outdir", str(dist), str(SDK))
+    artifacts = sorted(str(p) for p in dist.glob("*"))
+    session.run("twine", "check", "--strict", *artifacts)
+    session.run("check-wheel-contents", *[a for a in artifacts if a.endswith(".whl")])
+
+
+# tox (sdk/python/tox.ini) is the package's own runner; this session drives it for CI.
+# 3.11 is left out: python_sdk_tests runs the full suite on it.
+TOX_ENVS = "py310,py312,py313,min"
+
+
+def _pyenv_path() -> str:
+    """PATH with every pyenv-installed CPython 3.10-3.13 in front (when pyenv is there)."""
+    import os
+
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted(str(v / "bin") for v in root.glob("3.1[0-3]*") if (v / "bin").is_dir())
+    return os.pathsep.join([*found, os.environ.get("PATH", "")])
+
+
+@nox.session
+def python_sdk_tox(session: nox.Session) -> None:
+    """Runs tox: a missing interpreter fails the session (tox.ini never skips one)."""
+    session.install(PIP, "-r", str(SDK / "requirements-tox.txt"))
+    work = Path(session.create_tmp()) / "tox"
+    with session.chdir(SDK):
+        session.run(
+            "tox", "-p", "2", "-e", TOX_ENVS, "--workdir", str(work), *session.posargs,
+            env={"PATH": _pyenv_path()},
+        )
 
 
 @nox.session

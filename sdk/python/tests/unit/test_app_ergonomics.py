@@ -37,9 +37,7 @@ def test_missing_folder_error_names_the_path(fake: FakeWorker, tmp_path: Path) -
 def test_pin_mismatch_shows_both_pins(fake: FakeWorker, api_dir: Path) -> None:
     wrong = "ab" * 32
     with pytest.raises(colossus.PinMismatchError) as info:
-        colossus.Client.connect(
-            daemon_options(fake, api_dir, expected_certificate_sha256=wrong)
-        )
+        colossus.Client.connect(daemon_options(fake, api_dir, expected_certificate_sha256=wrong))
     assert wrong in str(info.value) and fake.leaf.sha256 in str(info.value)
     assert info.value.metadata == {"expected": wrong, "actual": fake.leaf.sha256}
 
