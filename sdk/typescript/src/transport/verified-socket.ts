@@ -48,6 +48,11 @@ class RecordingDuplex extends Duplex {
     });
   }
 
+  /** What the server has sent so far (while still recording). */
+  peekRecording(): Buffer {
+    return Buffer.concat(this.recorded);
+  }
+
   takeRecording(): Buffer {
     this.recording = false;
     const all = Buffer.concat(this.recorded);
@@ -128,6 +133,10 @@ export function openVerifiedSocket(
   options: { readonly alpn?: readonly string[]; readonly handshakeTimeoutMs: number; readonly onTrustFailure?: TrustFailureSink },
 ): tls.TLSSocket {
   const raw = net.connect({ host: target.endpoint.host, port: target.endpoint.port, noDelay: true });
+  let tcpConnected = false;
+  raw.once("connect", () => {
+    tcpConnected = true;
+  });
   const recorder = new RecordingDuplex(raw);
   const keylog: Buffer[] = [];
   const socket = tls.connect({
@@ -166,12 +175,65 @@ export function openVerifiedSocket(
   };
   socket.once("error", (error: Error & { code?: string }) => {
     clearTimeout(timer);
-    if (process.env["COLOSSUS_DEBUG_TLS"] === "1") process.stderr.write(`tls error ${error.code ?? ""} ${error.message}\n`);
-    const trust = classifyHandshakeError(error);
+    let trust = classifyHandshakeError(error);
+    if (trust === null && !verified && tcpConnected) {
+      // The server accepted the connection and then answered our TLS 1.3-only ClientHello
+      // with an alert, a pre-1.3 ServerHello, or by closing it without a word (asyncio's
+      // TLS servers drop the alert): all refusals of the TLS policy, never retried.
+      trust =
+        classifyServerBytes(recorder.peekRecording()) ??
+        new TlsPolicyError("the server closed the connection instead of completing a TLS 1.3 handshake", { reason: "TLS_HANDSHAKE_REFUSED" });
+    }
     if (trust !== null) options.onTrustFailure?.(trust);
   });
   socket.once("close", () => clearTimeout(timer));
   return socket;
+}
+
+const RECORD_ALERT = 21;
+const ALERT_PROTOCOL_VERSION = 70;
+const EXTENSION_SUPPORTED_VERSIONS = 0x002b;
+
+/** True when a plaintext ServerHello selects TLS 1.3 through `supported_versions`. */
+function serverHelloSelectsTls13(hello: Buffer): boolean {
+  // type(1) length(3) legacy_version(2) random(32) session_id<1> cipher(2) compression(1) extensions<2>
+  let pos = 4 + 2 + 32;
+  if (pos >= hello.length) return false;
+  pos += 1 + (hello[pos] ?? 0) + 2 + 1;
+  if (pos + 2 > hello.length) return false;
+  const end = Math.min(hello.length, pos + 2 + hello.readUInt16BE(pos));
+  pos += 2;
+  while (pos + 4 <= end) {
+    const type = hello.readUInt16BE(pos);
+    const length = hello.readUInt16BE(pos + 2);
+    if (type === EXTENSION_SUPPORTED_VERSIONS && length === 2 && pos + 6 <= end) return hello.readUInt16BE(pos + 4) === 0x0304;
+    pos += 4 + length;
+  }
+  return false;
+}
+
+/**
+ * Classifies a handshake that failed before it completed from what the server sent: an
+ * alert or a ServerHello that does not select TLS 1.3 is a TLS policy refusal; nothing at
+ * all is a transport failure (`null`).
+ */
+export function classifyServerBytes(bytes: Buffer): TrustError | null {
+  if (bytes.length < 6) return null;
+  const type = bytes[0];
+  if (type === RECORD_ALERT) {
+    const description = bytes[6];
+    return new TlsPolicyError(
+      description === ALERT_PROTOCOL_VERSION ? "the server does not speak TLS 1.3" : `the server refused the TLS handshake (alert ${description ?? "?"})`,
+      { reason: description === ALERT_PROTOCOL_VERSION ? "TLS_VERSION" : "TLS_HANDSHAKE" },
+    );
+  }
+  if (type === 22 && bytes[5] === 2) {
+    if (!serverHelloSelectsTls13(bytes.subarray(5))) {
+      return new TlsPolicyError("the server negotiated a TLS version other than 1.3", { reason: "TLS_VERSION" });
+    }
+    return new TlsPolicyError("the TLS 1.3 handshake with the server failed", { reason: "TLS_HANDSHAKE" });
+  }
+  return new TlsPolicyError("the server answered the TLS handshake with something else", { reason: "TLS_HANDSHAKE" });
 }
 
 /** Turns OpenSSL's handshake refusals into the SDK's typed trust errors. */
