@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// secret holds a validated bearer. It is only ever reached through a pointer, and every
-// formatting verb prints a placeholder, so neither fmt nor slog can reveal it (C5).
-type secret struct{ value string }
+// secret holds a validated bearer inside a closure: fmt and reflection print a func as an
+// address, whatever the verb and depth, and the methods below print a placeholder, so
+// neither fmt, %#v of an enclosing struct, nor slog can reveal it (C5).
+type secret struct{ value func() string }
 
 const redacted = "<redacted>"
 
@@ -35,7 +36,7 @@ func newSecret(value string) (*secret, error) {
 		return nil, newError(ErrCredential, ReasonCredentialInvalid,
 			"the bearer is malformed: it must be 32-256 visible ASCII characters")
 	}
-	return &secret{value: value}, nil
+	return &secret{value: func() string { return value }}, nil
 }
 
 // bearerCredentials sends the bearer as authorization metadata, and only over a
@@ -46,7 +47,7 @@ type bearerCredentials struct {
 }
 
 func (b *bearerCredentials) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
-	md := map[string]string{"authorization": "Bearer " + b.s.value}
+	md := map[string]string{"authorization": "Bearer " + b.s.value()}
 	if b.trace != nil {
 		if tp, ts := b.trace(ctx); tp != "" {
 			md["traceparent"] = tp

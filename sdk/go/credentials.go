@@ -33,7 +33,7 @@ func (p *InMemoryCredentialProvider) Bearer(context.Context) (string, error) {
 	if p == nil || p.s == nil {
 		return "", newError(ErrCredential, ReasonCredentialMissing, "the in-memory provider holds no bearer")
 	}
-	return p.s.value, nil
+	return p.s.value(), nil
 }
 
 // String never reveals the bearer.
