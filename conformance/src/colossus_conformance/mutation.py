@@ -60,6 +60,7 @@ LIST_SCHEMA: dict[str, Any] = {
         "sdk": {"type": "string"},
         "columns": {"type": "array", "items": {"type": "string"}, "minItems": 1},
         "source": {"type": "string"},
+        "include": {"type": "array", "items": {"type": "string"}},
         "ignore": {"type": "array", "items": {"type": "string"}},
         "link": {"type": "array", "items": {"type": "string"}},
         "build": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}},
@@ -159,6 +160,7 @@ class MutantList:
     sdk: str
     columns: tuple[str, ...]
     source: Path
+    include: tuple[str, ...]
     ignore: tuple[str, ...]
     link: tuple[str, ...]
     build: tuple[tuple[str, ...], ...]
@@ -202,6 +204,7 @@ def load_list(path: Path, repo_root: Path) -> MutantList:
         sdk=data["sdk"],
         columns=columns,
         source=(repo_root / data["source"]).resolve(),
+        include=tuple(data.get("include", [])),
         ignore=tuple(data.get("ignore", [])),
         link=tuple(data.get("link", [])),
         build=tuple(tuple(cmd) for cmd in data.get("build", [])),
@@ -220,6 +223,7 @@ class Outcome:
     how: str = ""  # "expected", "catalogue" or "" (survived)
     detail: str = ""
     seconds: float = 0.0
+    flaky: list[str] = field(default_factory=list)  # failed once, passed when repeated
 
     @property
     def killed(self) -> bool:
@@ -227,17 +231,22 @@ class Outcome:
 
 
 def make_copy(mutants: MutantList, scratch: Path) -> Path:
-    """A fresh copy of the SDK source: ignored folders left out, linked ones shared."""
+    """A fresh copy of the SDK source: only ``include`` (default: everything), without
+    ``ignore``d entries, with ``link``ed ones shared with the original."""
     copy = scratch / "sdk"
     if copy.exists():
         shutil.rmtree(copy)
+    copy.mkdir()
     skipped = set(mutants.ignore) | set(mutants.link)
-    shutil.copytree(
-        mutants.source,
-        copy,
-        symlinks=True,
-        ignore=lambda folder, names: [n for n in names if n in skipped and Path(folder) == mutants.source],
-    )
+    names = mutants.include or tuple(sorted(p.name for p in mutants.source.iterdir()))
+    for name in names:
+        if name in skipped:
+            continue
+        source = mutants.source / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.exists():
+            shutil.copy2(source, copy / name)
     for name in mutants.link:
         if (mutants.source / name).exists():
             (copy / name).symlink_to(mutants.source / name)
@@ -258,6 +267,42 @@ def is_kill(result: CaseResult) -> bool:
     return result.status in (FAIL, NOT_RUN)
 
 
+def first_kill(
+    suite: Suite,
+    spec: sdks.ClientSpec,
+    all_ids: list[str],
+    cases: list[catalogue.Case],
+    stop_at_first: bool,
+) -> tuple[list[str], str, list[str]]:
+    """Runs ``cases`` until one fails twice in a row; returns (killers, detail, flaky ones).
+
+    A failure is confirmed by running that case once more: a case that fails once
+    because the machine was busy (a connect timeout) must not count as a kill.
+    """
+    remaining = list(cases)
+    flaky: list[str] = []
+    while remaining:
+        stop = is_kill if stop_at_first else None
+        verdict = suite.run_sdk(spec, all_ids, only=remaining, stop=stop)
+        failed = [r for r in verdict.results if is_kill(r)]
+        if not failed:
+            return [], "", flaky
+        confirmed = []
+        for r in failed:
+            case = next(c for c in remaining if c.id == r.case_id)
+            again = suite.run_sdk(spec, all_ids, only=[case])
+            if any(is_kill(x) for x in again.results):
+                confirmed.append(r)
+            else:
+                flaky.append(r.case_id)
+        if confirmed:
+            detail = "; ".join(confirmed[0].details)[:300] or confirmed[0].reason
+            return [r.case_id for r in confirmed], detail, flaky
+        ran = {r.case_id for r in verdict.results}
+        remaining = [c for c in remaining if c.id not in ran]
+    return [], "", flaky
+
+
 def run_mutant(
     suite: Suite,
     mutant: Mutant,
@@ -271,18 +316,14 @@ def run_mutant(
     for column in mutant.columns:
         started = time.monotonic()
         outcome = Outcome(mutant, column)
-        stop = is_kill if stop_at_first else None
-        verdict = suite.run_sdk(specs[column], all_ids, only=expected, stop=stop)
-        outcome.killed_by = [r.case_id for r in verdict.results if is_kill(r)]
-        outcome.how = "expected" if outcome.killed_by else ""
-        if not outcome.killed:
+        killers, detail, flaky = first_kill(suite, specs[column], all_ids, expected, stop_at_first)
+        outcome.how = "expected" if killers else ""
+        if not killers:
             rest = [c for c in all_cases if c not in expected]
-            verdict = suite.run_sdk(specs[column], all_ids, only=rest, stop=is_kill)
-            outcome.killed_by = [r.case_id for r in verdict.results if is_kill(r)]
-            outcome.how = "catalogue" if outcome.killed_by else ""
-        if outcome.killed:
-            first = next(r for r in verdict.results if is_kill(r))
-            outcome.detail = "; ".join(first.details)[:300] or first.reason
+            killers, detail, more = first_kill(suite, specs[column], all_ids, rest, True)
+            flaky += more
+            outcome.how = "catalogue" if killers else ""
+        outcome.killed_by, outcome.detail, outcome.flaky = killers, detail, flaky
         outcome.seconds = time.monotonic() - started
         outcomes.append(outcome)
     return outcomes
@@ -302,14 +343,18 @@ def report(outcomes: list[Outcome], columns: tuple[str, ...], wall: float) -> tu
         rates[column] = killed / len(mine)
         lines.append(f"| {column} | {len(mine)} | {killed} | {rates[column]:.0%} |")
     lines += ["", f"Wall time {wall:.0f} s.", "", "## Per mutant", ""]
-    lines.append("| mutant | area | requirements | column | verdict | killed by |")
-    lines.append("|---|---|---|---|---|---|")
+    lines.append("| mutant | area | requirements | column | verdict | killed by | first failure |")
+    lines.append("|---|---|---|---|---|---|---|")
     for o in outcomes:
         verdict = f"killed ({o.how})" if o.killed else "**survived**"
+        detail = o.detail.replace("|", "/").replace("\n", " ")[:160]
         lines.append(
             f"| {o.mutant.id} | {o.mutant.area} | {', '.join(o.mutant.requirements)} | {o.column} "
-            f"| {verdict} | {', '.join(o.killed_by)} |"
+            f"| {verdict} | {', '.join(o.killed_by)} | {detail} |"
         )
+    flaky = sorted({c for o in outcomes for c in o.flaky})
+    if flaky:
+        lines += ["", f"Failed once but passed when repeated (not counted as kills): {', '.join(flaky)}."]
     survivors = [o for o in outcomes if not o.killed]
     lines += ["", "## Survivors", ""]
     if not survivors:

@@ -25,6 +25,7 @@ from ..hooks import WatchContext, WorkerHooks
 from .listener import ListenerVariant, build_listener_context
 from .observations import ObservationLog
 from .plan import FaultPlan, RpcFault, WatchFault
+from .replies import ReplyFault, alter_upload, repeat_page, rewrite_download
 
 if TYPE_CHECKING:
     import ssl
@@ -59,6 +60,7 @@ class FaultState:
         # Worker-wide WatchRun call index -> 1-based number within the case.
         self._watch_numbers: dict[int, int] = {}
         self._generation = 0
+        self._list_calls = 0  # ListRuns calls of the case, for list_runs_repeat
 
     def begin(self, case: str, plan: FaultPlan) -> None:
         with self.lock:
@@ -66,6 +68,7 @@ class FaultState:
             self.plan = plan
             self._watch_numbers = {}
             self._generation += 1
+            self._list_calls = 0
             self.observations.reset()
 
     def end(self) -> None:
@@ -84,6 +87,23 @@ class FaultState:
                 self._watch_numbers[ctx.call_index] = n
                 self.observations.watch(ctx.after_sequence)
             return n, self.plan.watch_faults(n)
+
+    def take_reply_fault(self, kind: str) -> ReplyFault | None:
+        """Consume one use of the first armed reply fault of ``kind``.
+
+        ``list_runs_repeat`` counts the case's ListRuns calls and applies from ``from_call``.
+        """
+        with self.lock:
+            if kind == "list_runs_repeat":
+                self._list_calls += 1
+            for fault in self.plan.replies:
+                if fault.kind != kind or fault.remaining <= 0:
+                    continue
+                if kind == "list_runs_repeat" and self._list_calls < fault.from_call:
+                    return None
+                fault.remaining -= 1
+                return fault
+            return None
 
     def take_rpc_fault(self, method: str, *, after_commit: bool) -> RpcFault | None:
         """Consume one use of the first matching ``rpc_fail``, if any is left."""
@@ -136,6 +156,21 @@ class FaultHooks(WorkerHooks):
 
     def on_rpc(self, conn_id: int, method: str, bearer_presented: bool) -> None:
         self.state.observations.rpc(conn_id, method, bearer_presented)
+
+    def alter_reply(self, method: str, request: Any, reply: Any) -> Any:
+        if method == "ArtifactService/UploadArtifact":
+            fault = self.state.take_reply_fault("upload_reply")
+            return alter_upload(fault, reply) if fault is not None else reply
+        if method == "RunService/ListRuns":
+            fault = self.state.take_reply_fault("list_runs_repeat")
+            return repeat_page(request, reply) if fault is not None else reply
+        return reply
+
+    def wrap_replies(self, method: str, replies: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        if method != "ArtifactService/DownloadArtifact":
+            return replies
+        fault = self.state.take_reply_fault("download")
+        return rewrite_download(fault, replies, _api_error) if fault is not None else replies
 
     def on_watch(self, ctx: WatchContext) -> None:
         self.state.watch_number(ctx)

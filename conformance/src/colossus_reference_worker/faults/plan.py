@@ -13,10 +13,12 @@ from typing import Any
 
 from grpclib.const import Status
 
+from .replies import DOWNLOAD_MODES, REPLY_KINDS, UPLOAD_MODES, ReplyFault
+
 WATCH_KINDS = frozenset(
     {"replay", "replay_altered", "skip", "clean_close", "fail", "stall"}
 )
-ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info"}
+ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info"} | REPLY_KINDS
 
 # Fields every kind accepts beyond ``kind`` itself.
 _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -28,6 +30,9 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "fail": (frozenset({"after_sequence", "code"}), frozenset({"watch", "reason"})),
     "stall": (frozenset({"after_sequence", "seconds"}), frozenset({"watch"})),
     "rpc_fail": (frozenset({"rpc", "code"}), frozenset({"after_commit", "count", "reason"})),
+    "download": (frozenset({"mode"}), frozenset({"after_chunks", "code", "reason", "count"})),
+    "upload_reply": (frozenset({"mode"}), frozenset({"count"})),
+    "list_runs_repeat": (frozenset(), frozenset({"from_call"})),
     "server_info": (
         frozenset(),
         frozenset({"instance_id", "api_package", "api_major", "deployment_mode", "capabilities", "limits"}),
@@ -101,6 +106,7 @@ class FaultPlan:
     watch: list[WatchFault] = field(default_factory=list)
     rpc: list[RpcFault] = field(default_factory=list)
     server_info: ServerInfoOverride | None = None
+    replies: list[ReplyFault] = field(default_factory=list)
 
     def watch_faults(self, n: int) -> list[WatchFault]:
         """Faults aimed at the n-th watch of the case (1-based)."""
@@ -158,7 +164,7 @@ def method_name(rpc: str) -> str:
     return f"{_METHODS[method]}/{method}"
 
 
-def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride:
+def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyFault:
     """Validate one fault object."""
     if not isinstance(obj, dict):
         raise FaultSpecError("each fault must be a JSON object")
@@ -206,6 +212,9 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride:
             deployment_mode=mode,
         )
 
+    if kind in REPLY_KINDS:
+        return _reply_fault(kind, obj)
+
     if kind == "rpc_fail":
         rpc = obj["rpc"]
         if not isinstance(rpc, str):
@@ -246,6 +255,26 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride:
     return WatchFault(kind, watch=watch, after_sequence=after)
 
 
+def _reply_fault(kind: str, obj: dict[str, Any]) -> ReplyFault:
+    count = _int(obj, "count", minimum=1) if "count" in obj else 1
+    if kind == "list_runs_repeat":
+        from_call = _int(obj, "from_call", minimum=1) if "from_call" in obj else 2
+        return ReplyFault(kind, from_call=from_call, remaining=1_000_000)
+    mode = obj["mode"]
+    modes = DOWNLOAD_MODES if kind == "download" else UPLOAD_MODES
+    if mode not in modes:
+        raise FaultSpecError(f"{kind}: mode must be one of {sorted(modes)}")
+    fault = ReplyFault(kind, mode=mode, remaining=count)
+    if kind == "download":
+        if mode != "fail" and ({"after_chunks", "code", "reason"} & set(obj)):
+            raise FaultSpecError("after_chunks, code and reason apply to mode fail only")
+        if mode == "fail":
+            fault.after_chunks = _int(obj, "after_chunks") if "after_chunks" in obj else 1
+            fault.code = _status(obj) if "code" in obj else Status.UNAVAILABLE
+            fault.reason = _reason(obj)
+    return fault
+
+
 def parse_plan(faults: Any) -> FaultPlan:
     """Validate a whole ``faults`` list; an empty or missing list arms nothing."""
     if faults is None:
@@ -261,6 +290,8 @@ def parse_plan(faults: Any) -> FaultPlan:
             plan.watch.append(fault)
         elif isinstance(fault, RpcFault):
             plan.rpc.append(fault)
+        elif isinstance(fault, ReplyFault):
+            plan.replies.append(fault)
         else:
             if plan.server_info is not None:
                 raise FaultSpecError("at most one server_info fault per case")

@@ -1,0 +1,83 @@
+"""Faults that rewrite what a handler answered: downloads, upload replies, ListRuns pages.
+
+The handlers produce their genuine reply; these functions, called from
+:class:`~colossus_reference_worker.faults.hooks.FaultHooks`, turn it into the
+misbehaviour a case armed (docs/fault-control.md), so an SDK can prove it checks
+what it receives (S3, S6).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from grpclib.const import Status
+
+REPLY_KINDS = frozenset({"download", "upload_reply", "list_runs_repeat"})
+DOWNLOAD_MODES = frozenset({"corrupt", "short", "long", "fail"})
+UPLOAD_MODES = frozenset({"size", "digest"})
+
+
+@dataclass(slots=True)
+class ReplyFault:
+    """One armed reply rewrite; ``remaining`` counts the calls it still applies to."""
+
+    kind: str
+    mode: str = ""
+    after_chunks: int = 1
+    code: Status = Status.UNAVAILABLE
+    reason: str | None = None
+    from_call: int = 2
+    remaining: int = 1
+
+
+def alter_upload(fault: ReplyFault, reply: Any) -> Any:
+    """The upload reply with a size or digest other than what was stored."""
+    reply = copy.deepcopy(reply)
+    if reply.artifact is not None:
+        if fault.mode == "size":
+            reply.artifact.size_bytes += 1
+        else:
+            digest = reply.artifact.sha256
+            reply.artifact.sha256 = ("1" if digest[:1] == "0" else "0") + digest[1:]
+    return reply
+
+
+def repeat_page(request: Any, reply: Any) -> Any:
+    """An empty page that hands the caller's own token back: a traversal that never ends."""
+    if request is None or not request.page_token:
+        return reply
+    return type(reply)(runs=[], next_page_token=request.page_token)
+
+
+async def rewrite_download(
+    fault: ReplyFault,
+    replies: AsyncIterator[Any],
+    make_error: Callable[[Status, str | None], Exception],
+) -> AsyncIterator[Any]:
+    """Corrupts, shortens, extends or fails a download stream (metadata comes first)."""
+    chunks = 0
+    held: Any = None  # the last chunk, kept back so "short" can trim it
+    async for reply in replies:
+        if reply.chunk is None:
+            yield reply
+            continue
+        chunks += 1
+        if fault.mode == "corrupt" and chunks == 1 and reply.chunk:
+            data = bytearray(reply.chunk)
+            data[0] ^= 0xFF
+            reply = type(reply)(chunk=bytes(data))
+        if held is not None:
+            yield held
+            held = None
+        if fault.mode == "fail" and chunks > fault.after_chunks:
+            raise make_error(fault.code, fault.reason)
+        held = reply
+    if held is not None:
+        if fault.mode == "short":
+            held = type(held)(chunk=held.chunk[:-1])
+        yield held
+    if fault.mode == "long" and held is not None:
+        yield type(held)(chunk=b"\x00")
