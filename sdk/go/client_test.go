@@ -178,7 +178,9 @@ func TestWatchFailsOnGapAlteredReplayAndNonRetryableCodes(t *testing.T) {
 		script func(call int, s pb.RunService_WatchRunServer) error
 		want   error
 		calls  int
-	}{func(_ int, s pb.RunService_WatchRunServer) error { return sendAll(s, outputEvent(1, "a"), outputEvent(3, "c")) }, ErrWatchGap, 1}
+	}{func(_ int, s pb.RunService_WatchRunServer) error {
+		return sendAll(s, outputEvent(1, "a"), outputEvent(3, "c"))
+	}, ErrWatchGap, 1}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := startFakeWorker(t, cert, genuineTLS(cert), "")
@@ -271,6 +273,7 @@ func TestCancellingTheContextEndsAWatch(t *testing.T) {
 	}
 	c := connectFake(t, w)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var last error
 	for ev, err := range c.Runs.Watch(ctx, "run_1") {
 		if err != nil {
@@ -462,7 +465,7 @@ func TestNoBearerInFormattingLogsOrErrors(t *testing.T) {
 	provider, _ := NewInMemoryCredentialProvider(testBearer)
 	secretValue, _ := newSecret(testBearer)
 	var out strings.Builder
-	for _, v := range []any{c, *c, opts, &opts, provider, *provider, secretValue, *secretValue, struct{ s *secret }{secretValue},
+	for _, v := range []any{c, opts, &opts, provider, *provider, secretValue, *secretValue, struct{ s *secret }{secretValue},
 		createErr, c.Runs, &bearerCredentials{s: secretValue}, bearerCredentials{s: secretValue}} {
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
 			fmt.Fprintf(&out, verb+"\n", v)

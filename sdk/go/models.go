@@ -15,7 +15,7 @@ type ServerInfo struct {
 }
 
 // HasCapability reports whether the worker advertises capability.
-func (s *ServerInfo) HasCapability(capability string) bool {
+func (s ServerInfo) HasCapability(capability string) bool {
 	for _, c := range s.Capabilities {
 		if c == capability {
 			return true

@@ -1,0 +1,88 @@
+package colossus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestSentinelHierarchy(t *testing.T) {
+	cases := []struct {
+		err     error
+		is, not []error
+	}{
+		{newError(ErrPinMismatch, "", "x"), []error{ErrPinMismatch, ErrTrust, ErrColossus}, []error{ErrTLSPolicy, ErrAPI}},
+		{newError(ErrCapabilityMissing, "", "x"), []error{ErrCapabilityMissing, ErrFailedPrecondition, ErrAPI}, []error{ErrTrust}},
+		{newError(ErrWatchIdleTimeout, "", "x"), []error{ErrTransport}, []error{ErrDeadlineExceeded}},
+		{&WatchGapError{Err: newError(ErrWatchGap, "", "x")}, []error{ErrWatchGap, ErrProtocolViolation}, []error{ErrTransport}},
+		{fmt.Errorf("wrapped: %w", newError(ErrOutcomeUnknown, "", "x")), []error{ErrOutcomeUnknown}, []error{ErrAPI}},
+	}
+	for _, c := range cases {
+		for _, s := range c.is {
+			if !errors.Is(c.err, s) {
+				t.Errorf("%v is not %v", c.err, s)
+			}
+		}
+		for _, s := range c.not {
+			if errors.Is(c.err, s) {
+				t.Errorf("%v is %v", c.err, s)
+			}
+		}
+	}
+}
+
+func statusWithReason(code codes.Code, reason string) error {
+	st, _ := status.New(code, "refused").WithDetails(&errdetails.ErrorInfo{Reason: "ERROR_REASON_" + reason, Domain: errorDomain})
+	return st.Err()
+}
+
+func TestStatusMapping(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		err  error
+		call callKind
+		want error
+	}{
+		{status.Error(codes.Unauthenticated, ""), readCall, ErrAuthentication},
+		{status.Error(codes.PermissionDenied, ""), readCall, ErrPermissionDenied},
+		{status.Error(codes.NotFound, ""), readCall, ErrNotFound},
+		{status.Error(codes.InvalidArgument, ""), readCall, ErrInvalidArgument},
+		{status.Error(codes.ResourceExhausted, ""), readCall, ErrResourceExhausted},
+		{status.Error(codes.DataLoss, ""), readCall, ErrDataLoss},
+		{status.Error(codes.Internal, ""), readCall, ErrInternal},
+		{status.Error(codes.Unavailable, ""), readCall, ErrTransport},
+		{status.Error(codes.DeadlineExceeded, ""), readCall, ErrDeadlineExceeded},
+		{statusWithReason(codes.FailedPrecondition, ReasonCapabilityNotSupported), readCall, ErrCapabilityMissing},
+		{statusWithReason(codes.AlreadyExists, ReasonIdempotencyConflict), mutationCall, ErrIdempotencyConflict},
+		{status.Error(codes.Unavailable, ""), mutationCall, ErrOutcomeUnknown},
+		{status.Error(codes.DeadlineExceeded, ""), mutationCall, ErrOutcomeUnknown},
+		{status.Error(codes.Internal, ""), mutationCall, ErrOutcomeUnknown},
+		{status.Error(codes.NotFound, ""), mutationCall, ErrNotFound},
+	}
+	for _, c := range cases {
+		got := mapRPCError(ctx, c.err, c.call, "key-1")
+		if !errors.Is(got, c.want) {
+			t.Errorf("%v (%v): got %v, want %v", c.err, c.call, got, c.want)
+		}
+		if e, _ := asError(got); e.IdempotencyKey != "key-1" {
+			t.Errorf("key lost: %v", got)
+		}
+	}
+	// Only UNAVAILABLE reads are retryable.
+	if e, _ := asError(mapRPCError(ctx, status.Error(codes.Unavailable, ""), readCall, "")); !e.Retryable() {
+		t.Error("UNAVAILABLE read not retryable")
+	}
+	if e, _ := asError(mapRPCError(ctx, status.Error(codes.Internal, ""), readCall, "")); e.Retryable() {
+		t.Error("INTERNAL retryable")
+	}
+	// A reason from another domain is ignored.
+	st, _ := status.New(codes.FailedPrecondition, "x").WithDetails(&errdetails.ErrorInfo{Reason: "ERROR_REASON_CAPABILITY_NOT_SUPPORTED", Domain: "elsewhere"})
+	if got := mapRPCError(ctx, st.Err(), readCall, ""); errors.Is(got, ErrCapabilityMissing) {
+		t.Error("foreign ErrorInfo domain was trusted")
+	}
+}
