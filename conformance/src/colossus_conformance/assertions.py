@@ -163,6 +163,10 @@ def _check(check: str, expected: Any, actual: Any, document: dict[str, Any]) -> 
         if check == "at_most" and actual > expected:
             return f"expected <= {expected}, got {actual}"
         return None
+    if check == "consecutive_after":
+        if not isinstance(expected, int) or isinstance(expected, bool):
+            return f"cannot compare: the cursor {expected!r} is not an integer"
+        check, expected = "consecutive_from", expected + 1
     if check == "consecutive_from":
         if not isinstance(actual, list) or not all(isinstance(a, int) for a in actual):
             return f"expected a list of integers, got {shown}"

@@ -48,6 +48,11 @@ class Case:
     def required(self) -> bool:
         return self.level == "REQUIRED"
 
+    @property
+    def cross_sdk(self) -> bool:
+        """Steps name the SDK role (A, B, C) that runs them; run with two or more clients."""
+        return any("sdk" in s for s in self.steps)
+
     def creates(self) -> int:
         """How many CreateRun calls the case may make (for rate pacing)."""
         return sum(1 for s in self.steps if s["op"] == "create_run")
@@ -132,6 +137,10 @@ def check_case(case: Case) -> None:
         for key in ("path", "equals_path", "not_equals_path"):
             if key in assertion:
                 check_path(where, assertion[key], step_ids)
+    if case.cross_sdk:
+        unnamed = [s["id"] for s in case.steps if s["op"] != "restart_worker" and "sdk" not in s]
+        if unnamed:
+            raise CatalogueError(f"{where}: a cross-SDK case must name the sdk of every step: {unnamed}")
     if case.required and case.requires_features:
         raise CatalogueError(f"{where}: a REQUIRED case cannot depend on optional client features")
 

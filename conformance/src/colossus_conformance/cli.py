@@ -141,6 +141,9 @@ def run(
             verdict = suite.run_sdk(spec, [c.id for c in all_cases])
             merged.results.extend(verdict.results)
             merged.problems.extend(verdict.problems)
+        # Cross-SDK cases need two or more clients; with one they are simply not run.
+        cross = suite.run_cross(clients)
+        merged.results.extend(cross.results)
     finally:
         suite.close()
     return merged

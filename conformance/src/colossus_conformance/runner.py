@@ -252,7 +252,7 @@ class Suite:
         client: ClientProcess | None = self._start_client(spec)
         dead_reason = "" if client else "client failed to start"
         for case in self.cases:
-            if wanted is not None and case.id not in wanted:
+            if (wanted is not None and case.id not in wanted) or case.cross_sdk:
                 continue
             if results and stop is not None and stop(results[-1]):
                 break
@@ -303,6 +303,45 @@ class Suite:
         problems.extend(self._scan_worker_logs())
         return RunVerdict(results, problems)
 
+    def run_cross(self, specs: list[ClientSpec]) -> RunVerdict:
+        """Runs the cross-SDK cases with every client present, in every rotation of roles.
+
+        Rotation ``i`` gives role A to client ``i``, B to ``i + 1`` and C to ``i + 2``
+        (modulo the number of clients), so with two clients each plays every role.
+        """
+        cases = [c for c in self.cases if c.cross_sdk]
+        if len(specs) < 2 or not cases:
+            return RunVerdict([])
+        processes: dict[str, ClientProcess | None] = {s.sdk: self._start_client(s) for s in specs}
+        results: list[CaseResult] = []
+        try:
+            for case in cases:
+                for i in range(len(specs)):
+                    names = {r: specs[(i + k) % len(specs)].sdk for k, r in enumerate("ABC")}
+                    column = f"cross({names['A']},{names['B']},{names['C']})"
+                    roles = {r: processes[n] for r, n in names.items()}
+                    live = {r: p for r, p in roles.items() if p is not None}
+                    if len(live) != len(roles):
+                        results.append(
+                            self._emit(
+                                CaseResult(column, case.id, case.group, case.level, NOT_RUN, reason="a client died")
+                            )
+                        )
+                        continue
+                    result, exchange = self.run_case(live["A"], case, column, roles=live)
+                    results.append(self._emit(result))
+                    if exchange.status != "ok":
+                        for spec in specs:  # whichever client failed, start them all afresh
+                            old = processes[spec.sdk]
+                            if old is not None:
+                                old.kill()
+                            processes[spec.sdk] = self._start_client(spec)
+        finally:
+            for process in processes.values():
+                if process is not None:
+                    process.stop()
+        return RunVerdict(results)
+
     def _scan_worker_logs(self) -> list[str]:
         """Run-level C5/W3 check: no enrolled bearer in any worker's log."""
         problems = []
@@ -328,7 +367,10 @@ class Suite:
             return None
         return client
 
-    def run_case(self, client: ClientProcess, case: Case, sdk: str) -> tuple[CaseResult, Exchange]:
+    def run_case(
+        self, client: ClientProcess, case: Case, sdk: str, roles: dict[str, ClientProcess] | None = None
+    ) -> tuple[CaseResult, Exchange]:
+        """Runs one case; with ``roles`` (cross-SDK cases) each step goes to its role's client."""
         started = time.monotonic()
         result = CaseResult(
             sdk, case.id, case.group, case.level, FAIL, requirements=", ".join(case.requirements)
@@ -348,8 +390,9 @@ class Suite:
         reports: list[dict[str, Any]] = []
         observations: dict[str, Any] = {}
         exchange = Exchange("ok")
-        log_offset = _size(client.log_path)
-        for index, segment in enumerate(split_segments(prepared.instruction["steps"])):
+        involved = list({id(c): c for c in [client, *(roles or {}).values()]}.values())
+        log_offsets = {id(c): _size(c.log_path) for c in involved}
+        for index, segment in enumerate(split_segments(prepared.instruction["steps"], by_role=roles is not None)):
             if segment.action is not None:
                 # A runner action between two client segments (a worker restart).
                 try:
@@ -362,8 +405,10 @@ class Suite:
                     break
                 continue
             known = {r["id"]: r for r in reports}
-            instruction = dict(prepared.instruction, steps=[resolve_earlier(s, known) for s in segment.steps])
-            exchange = client.run_case(instruction, prepared.bearers, timeout + 5.0)
+            steps = [resolve_earlier(without_role(s), known) for s in segment.steps]
+            instruction = dict(prepared.instruction, steps=steps)
+            process = roles[segment.role] if roles is not None and segment.role else client
+            exchange = process.run_case(instruction, prepared.bearers, timeout + 5.0)
             if exchange.status != "ok" or exchange.result is None:
                 break
             reports.extend(exchange.result.get("steps", []))
@@ -398,9 +443,10 @@ class Suite:
         result.details.extend(
             judge(case, combined, observations, prepared.bearers, prepared.nonce, client.hello)
         )
-        # C5 again: the client's own log output during this case must not hold a bearer.
-        if _contains_secret(_read_from(client.log_path, log_offset), prepared.bearers):
-            result.details.append("a bearer appeared in the client's log output")
+        # C5 again: the clients' own log output during this case must not hold a bearer.
+        for c in involved:
+            if _contains_secret(_read_from(c.log_path, log_offsets[id(c)]), prepared.bearers):
+                result.details.append(f"a bearer appeared in the log output of {c.log_path.name}")
         if not result.details:
             result.status = PASS
         return result, exchange
@@ -521,27 +567,40 @@ BEARER_GRAMMAR = re.compile(r"cb1_[A-Za-z0-9_-]{43}")
 
 @dataclass
 class Segment:
-    """Either a run of client steps or one runner action between them."""
+    """Either a run of client steps (of one role in a cross-SDK case) or one runner action."""
 
     steps: list[dict[str, Any]] = field(default_factory=list)
     action: dict[str, Any] | None = None
+    role: str | None = None
 
 
-def split_segments(steps: list[dict[str, Any]]) -> list[Segment]:
-    """Cuts a case's steps at runner actions; each client segment is one instruction."""
+def split_segments(steps: list[dict[str, Any]], by_role: bool = False) -> list[Segment]:
+    """Cuts a case's steps at runner actions (and, ``by_role``, where the step's SDK role
+    changes); each client segment is one instruction."""
     segments: list[Segment] = []
     current: list[dict[str, Any]] = []
+    role: str | None = None
     for step in steps:
         if step["op"] in RUNNER_OPS:
             if current:
-                segments.append(Segment(steps=current))
+                segments.append(Segment(steps=current, role=role))
                 current = []
             segments.append(Segment(action=step))
-        else:
-            current.append(step)
+            continue
+        step_role = step.get("sdk") if by_role else None
+        if current and step_role != role:
+            segments.append(Segment(steps=current, role=role))
+            current = []
+        role = step_role
+        current.append(step)
     if current:
-        segments.append(Segment(steps=current))
+        segments.append(Segment(steps=current, role=role))
     return segments
+
+
+def without_role(step: dict[str, Any]) -> dict[str, Any]:
+    """The step as a client sees it: the runner-side ``sdk`` role removed."""
+    return {k: v for k, v in step.items() if k != "sdk"}
 
 
 def resolve_earlier(value: Any, reports: dict[str, dict[str, Any]]) -> Any:
