@@ -15,6 +15,7 @@ DOC = {
         "c": {"value": {"run": {"run_id": "r1"}}},
         "d": {"value": {"run": {"run_id": "r1"}}},
     },
+    "client": {"retry_budget": {"read_attempts": 1, "watch_attempts": 5}},
     "worker": derive_worker_fields(
         {
             "connections": [
@@ -61,6 +62,17 @@ def test_resolve_paths():
         ({"path": "worker.connection_count", "at_most": 1, "at_least": 1}, True),
         ({"path": "steps.w.value.events[*].sequence", "unique": True}, True),
         ({"path": "steps.w.value.missing", "equals": None}, False),
+        ({"path": "steps.w.value.events[*].sequence", "starts_with": [1]}, True),
+        ({"path": "steps.w.value.events[*].sequence", "starts_with": [2]}, False),
+        ({"path": "steps.w.value.events[*].sequence", "starts_with": [1, 2, 3]}, False),
+        ({"path": "steps.w.value.events[*].sequence", "consecutive_after": 0}, True),
+        ({"path": "steps.w.value.events[*].sequence", "consecutive_after": 1}, False),
+        ({"path": "steps.w.value.events[*].sequence", "consecutive_after": "$c.run.run_id"}, False),
+        ({"path": "steps.w.value.events", "length": "$client.retry_budget.watch_attempts"}, False),
+        (
+            {"path": "worker.rpc_calls.RunService/WatchRun", "equals": "$client.retry_budget.read_attempts"},
+            True,
+        ),
     ],
 )
 def test_checks(assertion, ok):

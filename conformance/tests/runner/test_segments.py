@@ -1,6 +1,6 @@
 """Cases with runner actions are cut into client segments, and stitched back together."""
 
-from colossus_conformance.runner import merge_observations, resolve_earlier, split_segments
+from colossus_conformance.runner import merge_observations, resolve_earlier, split_segments, without_role
 
 
 def test_split_at_runner_actions():
@@ -32,3 +32,30 @@ def test_observations_of_two_worker_lifetimes_are_merged():
     assert merged["watch_cursors"] == [0, 3] and merged["bearer_seen"] is True
     assert len(merged["connections"]) == 2
     assert merge_observations({}, b) == b
+
+
+def test_cross_sdk_cases_are_cut_where_the_role_changes():
+    steps = [
+        {"id": "a", "op": "create_run", "sdk": "A"},
+        {"id": "b", "op": "watch", "sdk": "B"},
+        {"id": "c", "op": "watch", "sdk": "B"},
+        {"id": "r", "op": "restart_worker"},
+        {"id": "d", "op": "get_run", "sdk": "B"},
+    ]
+    segments = split_segments(steps, by_role=True)
+    assert [(s.role, [x["id"] for x in s.steps], s.action is not None) for s in segments] == [
+        ("A", ["a"], False),
+        ("B", ["b", "c"], False),
+        (None, [], True),
+        ("B", ["d"], False),
+    ]
+    # Without roles the same steps make one segment before the restart.
+    assert [len(s.steps) for s in split_segments(steps)] == [3, 0, 1]
+
+
+def test_clients_never_see_the_role():
+    assert without_role({"id": "a", "op": "watch", "sdk": "A", "args": {}}) == {
+        "id": "a",
+        "op": "watch",
+        "args": {},
+    }
