@@ -9,6 +9,8 @@ import * as pbSystem from "./gen/colossus/api/v1alpha1/system_pb.js";
 import { ProtocolViolationError } from "./errors.js";
 import type * as m from "./models.js";
 
+// The generated enum tables map numbers to exactly the names of T.
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters
 function name<T extends string>(table: Record<string | number, string | number>, value: number): T {
   const found = table[value];
   return (typeof found === "string" ? found : "UNSPECIFIED") as T;
@@ -82,7 +84,7 @@ export function serverInfo(s: pbSystem.ServerInfo | undefined): m.ServerInfo {
     apiVersion: s.apiVersion,
     apiMajor: s.apiMajor,
     deploymentMode: name<m.DeploymentMode>(pbSystem.DeploymentMode, s.deploymentMode),
-    capabilities: new Set(s.capabilities) as ReadonlySet<string>,
+    capabilities: new Set(s.capabilities),
     limits: limits(s.limits),
     serverVersion: s.serverVersion,
   });

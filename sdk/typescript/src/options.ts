@@ -110,7 +110,7 @@ export function checkDaemonOptions(options: DaemonOptions): void {
   if (!isPin(options.expectedCertificateSha256)) {
     throw invalidArgument("expectedCertificateSha256 must be 64 lower-case hex characters", "expectedCertificateSha256");
   }
-  if (typeof options.credentials?.getBearer !== "function") {
+  if (typeof (options.credentials as Partial<CredentialProvider> | undefined)?.getBearer !== "function") {
     throw invalidArgument("credentials must be a CredentialProvider", "credentials");
   }
   const mode = options.expectedDeploymentMode ?? "SHARED_DAEMON";

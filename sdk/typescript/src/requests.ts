@@ -81,9 +81,9 @@ export function checkSize<Desc extends DescMessage>(schema: Desc, request: Messa
   }
 }
 
-function enumValue(table: Record<string, string | number>, name: unknown, field: string): number {
+function enumValue<E extends number>(table: Readonly<Record<string, E | string>>, name: unknown, field: string): E {
   const value = typeof name === "string" && name !== "UNSPECIFIED" ? table[name] : undefined;
-  if (typeof value !== "number") throw invalidArgument(`${field} has an unknown value`, field);
+  if (value === undefined || typeof value === "string") throw invalidArgument(`${field} has an unknown value`, field);
   return value;
 }
 
@@ -97,9 +97,11 @@ function inputParts(parts: readonly m.InputPart[], info: m.ServerInfo): pbRuns.I
     });
   }
   let textBytes = 0;
-  const result = parts.map((given, index): pbRuns.InputPart => {
+  const result = parts.map((part, index): pbRuns.InputPart => {
+    // Checked at run time too: JavaScript callers can pass anything.
+    const given = part as unknown as Record<string, unknown> | string | null;
     if (typeof given === "string" || (typeof given === "object" && given !== null && "text" in given)) {
-      const text = typeof given === "string" ? given : given.text;
+      const text = typeof given === "string" ? given : given["text"];
       if (typeof text !== "string") throw invalidArgument(`input[${index}].text must be a string`, "input");
       textBytes += Buffer.byteLength(text, "utf8");
       return create(pbRuns.InputPartSchema, { kind: { case: "text", value: text } });
@@ -108,8 +110,9 @@ function inputParts(parts: readonly m.InputPart[], info: m.ServerInfo): pbRuns.I
       throw invalidArgument(`input[${index}] must be a string, { text } or { artifactId }`, "input");
     }
     requireCapability(info, CAP_ARTIFACTS, "an artifact input part");
-    if (given.mediaType?.toLowerCase().startsWith("image/") === true) requireCapability(info, CAP_IMAGE_INPUT, "an image input part");
-    const artifactId = checkId(given.artifactId, "input.artifact.artifact_id");
+    const mediaType = given["mediaType"];
+    if (typeof mediaType === "string" && mediaType.toLowerCase().startsWith("image/")) requireCapability(info, CAP_IMAGE_INPUT, "an image input part");
+    const artifactId = checkId(given["artifactId"], "input.artifact.artifact_id");
     return create(pbRuns.InputPartSchema, { kind: { case: "artifact", value: { artifactId } } });
   });
   if (limits.maxInputBytes > 0 && textBytes > limits.maxInputBytes) {
@@ -243,12 +246,14 @@ export function buildRespond(info: m.ServerInfo, runId: string, interactionId: s
     runId: checkId(runId, "run_id"),
     interactionId: checkId(interactionId, "interaction_id"),
   });
-  if (answer?.kind === "prompt" && typeof answer.choice === "string") {
-    request.answer = { case: "prompt", value: create(PromptAnswerSchema, { choice: answer.choice }) };
-  } else if (answer?.kind === "approval" && typeof answer.binding === "string") {
-    const decision = answer.decision === "APPROVE" ? PbApprovalDecision.APPROVE : answer.decision === "DENY" ? PbApprovalDecision.DENY : null;
+  // Checked at run time too: JavaScript callers can pass anything.
+  const given = answer as unknown as Record<string, unknown> | null | undefined;
+  if (given?.["kind"] === "prompt" && typeof given["choice"] === "string") {
+    request.answer = { case: "prompt", value: create(PromptAnswerSchema, { choice: given["choice"] }) };
+  } else if (given?.["kind"] === "approval" && typeof given["binding"] === "string") {
+    const decision = given["decision"] === "APPROVE" ? PbApprovalDecision.APPROVE : given["decision"] === "DENY" ? PbApprovalDecision.DENY : null;
     if (decision === null) throw invalidArgument("answer.decision must be APPROVE or DENY", "answer.decision");
-    request.answer = { case: "approval", value: create(ApprovalAnswerSchema, { binding: answer.binding, decision }) };
+    request.answer = { case: "approval", value: create(ApprovalAnswerSchema, { binding: given["binding"], decision }) };
   } else {
     throw invalidArgument("answer must be { kind: 'prompt', choice } or { kind: 'approval', binding, decision }", "answer");
   }

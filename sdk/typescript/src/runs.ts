@@ -104,7 +104,7 @@ export class Runs {
 }
 
 function withKey(error: unknown, key: string): unknown {
-  if (error !== null && typeof error === "object" && "idempotencyKey" in error && (error as { idempotencyKey: unknown }).idempotencyKey === null) {
+  if (error !== null && typeof error === "object" && "idempotencyKey" in error && error.idempotencyKey === null) {
     Object.defineProperty(error, "idempotencyKey", { value: key });
   }
   return error;

@@ -87,7 +87,7 @@ export function parseReply(body: Uint8Array): BootstrapReply {
   const pin = obj["certificate_sha256"];
   if (!isPin(pin)) throw malformed("certificate_sha256 must be 64 lower-case hex characters");
   const pem = obj["certificate_pem"];
-  if (typeof pem !== "string" || !/^[\x00-\x7f]*$/.test(pem) || pem.length > 16 * 1024) throw malformed("certificate_pem must be ASCII PEM of at most 16 KiB");
+  if (typeof pem !== "string" || /[^\x20-\x7e\r\n]/.test(pem) || pem.length > 16 * 1024) throw malformed("certificate_pem must be ASCII PEM of at most 16 KiB");
   let certificate: LeafCertificate;
   try {
     certificate = parseLeafCertificate(Buffer.from(pem, "ascii"), endpoint.host);

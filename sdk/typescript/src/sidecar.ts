@@ -40,8 +40,12 @@ function readFrame(stream: Readable, timeoutMs: number): Promise<Buffer> {
       }
       if (buffered.length >= 4 + length) finish(null, buffered.subarray(4, 4 + length));
     };
-    const onEnd = (): void => finish(new SidecarError("the sidecar closed the bootstrap pipe before replying", { reason: "BOOTSTRAP_EOF" }));
-    const timer = setTimeout(() => finish(new SidecarError("the sidecar did not answer in time", { reason: "BOOTSTRAP_TIMEOUT" })), timeoutMs);
+    const onEnd = (): void => {
+      finish(new SidecarError("the sidecar closed the bootstrap pipe before replying", { reason: "BOOTSTRAP_EOF" }));
+    };
+    const timer = setTimeout(() => {
+      finish(new SidecarError("the sidecar did not answer in time", { reason: "BOOTSTRAP_TIMEOUT" }));
+    }, timeoutMs);
     stream.on("data", onData);
     stream.once("end", onEnd);
     stream.once("error", onEnd);
@@ -106,8 +110,12 @@ export class SidecarProcess {
       stdio: ["ignore", "ignore", options.inheritStderr === true ? "inherit" : "ignore", "pipe", "pipe"],
     });
     const spawned = await new Promise<Error | null>((resolve) => {
-      child.once("spawn", () => resolve(null));
-      child.once("error", (error) => resolve(error));
+      child.once("spawn", () => {
+        resolve(null);
+      });
+      child.once("error", (error) => {
+        resolve(error);
+      });
     });
     if (spawned !== null) {
       throw new SidecarError(`cannot start the worker (${(spawned as NodeJS.ErrnoException).code ?? "error"})`, { reason: "SPAWN_FAILED" });

@@ -145,12 +145,12 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
       if (this.options.signal !== undefined) signals.push(this.options.signal);
       const signal = AbortSignal.any(signals);
       let idleTimer: NodeJS.Timeout | undefined;
-      let idleFired = false;
+      const idle = { fired: false };
       const armIdle = (): void => {
         if (idleMs === undefined) return;
         clearTimeout(idleTimer);
         idleTimer = setTimeout(() => {
-          idleFired = true;
+          idle.fired = true;
           attempt.abort();
         }, idleMs);
       };
@@ -166,7 +166,7 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
           if (verdict === "deliver") yield convert.runEvent(event, sequence);
         }
       } catch (error) {
-        if (idleFired) {
+        if (idle.fired) {
           throw new WatchIdleTimeoutError(`no event for ${idleMs ?? 0} ms`, { reason: "WATCH_IDLE_TIMEOUT" });
         }
         if (error instanceof ColossusError && error.code === null) throw error;

@@ -3,7 +3,8 @@
 // descriptor named by --bearer-fd (or the FIFO of --bearer-fifo). It uses only the SDK's
 // public API, performs each step and reports what happened; it never judges a case.
 import { createInterface } from "node:readline";
-import * as sdk from "colossus-sdk";
+import type * as T from "colossus-sdk";
+import { sdk } from "./sdk.js";
 import { errorView, Unsupported } from "./errors.js";
 import { FrameReader } from "./frames.js";
 import { artifactView, downloadedView, eventView, runView, serverInfoView, type Json } from "./views.js";
@@ -17,9 +18,9 @@ function log(message: string): void {
 }
 
 /** Wraps the SDK's in-memory provider and counts how often the SDK asks it (C5). */
-class CountingCredentialProvider implements sdk.CredentialProvider {
+class CountingCredentialProvider implements T.CredentialProvider {
   calls = 0;
-  readonly #inner: sdk.InMemoryCredentialProvider;
+  readonly #inner: T.InMemoryCredentialProvider;
   constructor(bearer: string) {
     this.#inner = new sdk.InMemoryCredentialProvider(bearer);
   }
@@ -79,7 +80,7 @@ interface ConnectionSpec {
 
 class CaseRun {
   private readonly connections = new Map<string, ConnectionSpec>();
-  private readonly clients = new Map<string, sdk.Client>();
+  private readonly clients = new Map<string, T.Client>();
   private readonly providers = new Map<string, CountingCredentialProvider>();
   private readonly results = new Map<string, Report>();
   private readonly defaultName: string | undefined;
@@ -98,13 +99,13 @@ class CaseRun {
     return this.providers.get(spec.name)?.calls ?? 0;
   }
 
-  private async client(name: string | undefined): Promise<sdk.Client> {
+  private async client(name: string | undefined): Promise<T.Client> {
     const key = name ?? this.defaultName ?? "";
     const existing = this.clients.get(key);
     if (existing !== undefined) return existing;
     const spec = this.connections.get(key);
     if (spec === undefined) throw new Unsupported(`unknown connection ${key}`);
-    let client: sdk.Client;
+    let client: T.Client;
     if (spec.placement === "sidecar") {
       const grant = spec["grant"] as { scopes: string[]; roles: string[]; tools: string[] };
       const command = spec["worker_command"] as string[];
@@ -129,7 +130,7 @@ class CaseRun {
         publicApiDir: spec["public_api_dir"] as string,
         expectedInstanceId: spec["expected_instance_id"] as string,
         expectedCertificateSha256: spec["expected_certificate_sha256"] as string,
-        expectedDeploymentMode: (spec["expected_deployment_mode"] as sdk.DeploymentMode | undefined) ?? "SHARED_DAEMON",
+        expectedDeploymentMode: (spec["expected_deployment_mode"] as T.DeploymentMode | undefined) ?? "SHARED_DAEMON",
         credentials: provider,
         timeoutMs: 15_000,
         connectTimeoutMs: 10_000,
@@ -218,10 +219,10 @@ class CaseRun {
       case "watch":
         return this.watch(client, args, report);
       case "respond": {
-        const answer: sdk.InteractionAnswer =
+        const answer: T.InteractionAnswer =
           "choice" in args
             ? { kind: "prompt", choice: str(args, "choice") }
-            : { kind: "approval", binding: str(args, "binding"), decision: (optStr(args, "decision") ?? "APPROVE") as sdk.ApprovalDecision };
+            : { kind: "approval", binding: str(args, "binding"), decision: (optStr(args, "decision") ?? "APPROVE") as T.ApprovalDecision };
         return { run: runView(await client.runs.respond(str(args, "run_id"), str(args, "interaction_id"), answer)) };
       }
       case "upload_artifact": {
@@ -247,8 +248,8 @@ class CaseRun {
     }
   }
 
-  private async createRun(client: sdk.Client, args: Args): Promise<Json> {
-    const parts: sdk.InputPart[] = [];
+  private async createRun(client: T.Client, args: Args): Promise<Json> {
+    const parts: T.InputPart[] = [];
     for (const part of (args["input"] ?? []) as Args[]) {
       if (typeof part["text"] === "string") parts.push({ text: part["text"] });
       else {
@@ -256,7 +257,7 @@ class CaseRun {
         parts.push({ artifactId: str(part, "artifact_id"), ...(mediaType !== undefined ? { mediaType } : {}) });
       }
     }
-    const options: { -readonly [K in keyof sdk.CreateRunOptions]: sdk.CreateRunOptions[K] } = {};
+    const options: { -readonly [K in keyof T.CreateRunOptions]: T.CreateRunOptions[K] } = {};
     const idempotencyKey = optStr(args, "idempotency_key");
     if (idempotencyKey !== undefined) options.idempotencyKey = idempotencyKey;
     const role = optStr(args, "role");
@@ -271,25 +272,25 @@ class CaseRun {
     if (tracestate !== undefined) options.tracestate = tracestate;
     if (typeof args["max_turns"] === "number") options.maxTurns = args["max_turns"];
     const mode = optStr(args, "mode");
-    if (mode !== undefined) options.mode = mode as sdk.RunMode;
+    if (mode !== undefined) options.mode = mode as T.RunMode;
     const planAction = args["plan_action"] as Args | undefined;
     if (planAction !== undefined) {
       options.planAction = {
         sourceRunId: str(planAction, "source_run_id"),
         revision: num(planAction, "revision", 0),
-        kind: str(planAction, "kind") as sdk.PlanActionKind,
+        kind: str(planAction, "kind") as T.PlanActionKind,
       };
     }
     const research = args["research"] as Args | undefined;
     if (research !== undefined) {
-      options.research = { depth: num(research, "depth", 0), lanes: (research["lanes"] ?? []) as sdk.EvidenceLane[] };
+      options.research = { depth: num(research, "depth", 0), lanes: (research["lanes"] ?? []) as T.EvidenceLane[] };
     }
     const created = await client.runs.create(parts, options);
     return { run: runView(created.run), replayed: created.replayed, idempotency_key: created.idempotencyKey };
   }
 
-  private async listRuns(client: sdk.Client, args: Args, report: Report): Promise<Json> {
-    const statuses = (args["statuses"] ?? []) as sdk.RunStatus[];
+  private async listRuns(client: T.Client, args: Args, report: Report): Promise<Json> {
+    const statuses = (args["statuses"] ?? []) as T.RunStatus[];
     const pager = client.runs.list({ statuses, pageSize: num(args, "page_size", 0) });
     const maxPages = num(args, "max_pages", 1000);
     const runIds: string[] = [];
@@ -319,7 +320,7 @@ class CaseRun {
     return view;
   }
 
-  private async watch(client: sdk.Client, args: Args, report: Report): Promise<Json> {
+  private async watch(client: T.Client, args: Args, report: Report): Promise<Json> {
     const events: Json[] = [];
     const hooks: Json[] = [];
     const until = optStr(args, "until_kind");
@@ -353,7 +354,7 @@ class CaseRun {
   }
 }
 
-const stderrLogger: sdk.Logger = {
+const stderrLogger: T.Logger = {
   debug: () => undefined,
   info: (message, fields) => log(`${message} ${fields === undefined ? "" : JSON.stringify(fields)}`),
   warn: (message, fields) => log(`warn: ${message} ${fields === undefined ? "" : JSON.stringify(fields)}`),

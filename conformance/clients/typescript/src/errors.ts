@@ -1,5 +1,6 @@
 // The SDK's error classes to the protocol's language-neutral kinds, in one table.
-import * as sdk from "colossus-sdk";
+import type * as T from "colossus-sdk";
+import { sdk } from "./sdk.js";
 
 // Most specific first: the first `instanceof` match wins.
 const KINDS: ReadonlyArray<readonly [abstract new (...args: never[]) => Error, string]> = [

@@ -5,6 +5,7 @@
  */
 import { createHash, X509Certificate } from "node:crypto";
 import { CertificateError } from "../errors.js";
+import { hasBasicConstraints } from "./der.js";
 
 const PEM = /^-----BEGIN CERTIFICATE-----\r?\n((?:[A-Za-z0-9+/=]{1,76}\r?\n)+)-----END CERTIFICATE-----(?:\r?\n)?$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -48,6 +49,15 @@ export function validateLeafDer(der: Buffer, endpointHost?: string): LeafCertifi
   }
   if (!cert.raw.equals(der)) {
     throw new CertificateError("the certificate has trailing bytes after its DER", { reason: "CERTIFICATE_FORMAT" });
+  }
+  let constrained: boolean;
+  try {
+    constrained = hasBasicConstraints(der);
+  } catch {
+    throw new CertificateError("the certificate's extensions are malformed", { reason: "CERTIFICATE_FORMAT" });
+  }
+  if (!constrained) {
+    throw new CertificateError("the certificate has no BasicConstraints extension", { reason: "CERTIFICATE_FORMAT" });
   }
   if (cert.ca) {
     throw new CertificateError("the certificate is a CA certificate; a leaf is required", { reason: "CERTIFICATE_CA" });

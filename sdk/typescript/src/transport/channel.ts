@@ -6,7 +6,7 @@
  */
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { ClientClosedError, TlsPolicyError, TransportError, type TrustError } from "../errors.js";
+import { ClientClosedError, TransportError, type TrustError } from "../errors.js";
 import type { Bearer } from "./bearer.js";
 import { openVerifiedSocket, type PinnedTarget } from "./verified-socket.js";
 
@@ -56,7 +56,8 @@ export class Channel {
   async connect(): Promise<void> {
     const state = await this.manager.connect();
     if (state === "error") {
-      throw this.trustFailure ?? new TransportError("cannot connect to the worker", { code: "UNAVAILABLE", reason: "UNREACHABLE" });
+      if (this.trustFailure !== null) throw this.trustFailure;
+      throw new TransportError("cannot connect to the worker", { code: "UNAVAILABLE", reason: "UNREACHABLE" });
     }
     if (this.trustFailure !== null) throw this.trustFailure;
   }
@@ -94,4 +95,3 @@ export class Channel {
   }
 }
 
-export { TlsPolicyError };

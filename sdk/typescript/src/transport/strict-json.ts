@@ -76,7 +76,7 @@ class Reader {
         const e = this.text[this.pos];
         this.pos += 1;
         const simple: Record<string, string> = { '"': '"', "\\": "\\", "/": "/", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
-        if (e !== undefined && e in simple) out += simple[e];
+        if (e !== undefined && e in simple) out += simple[e] ?? "";
         else if (e === "u") {
           const hex = this.text.slice(this.pos, this.pos + 4);
           if (!/^[0-9a-fA-F]{4}$/.test(hex)) this.fail("bad unicode escape");

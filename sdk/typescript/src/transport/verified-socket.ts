@@ -9,7 +9,7 @@
 import net from "node:net";
 import { Duplex } from "node:stream";
 import tls from "node:tls";
-import { PinMismatchError, TlsPolicyError, TransportError, TrustError } from "../errors.js";
+import { PinMismatchError, TlsPolicyError, TrustError } from "../errors.js";
 import { sha256Hex, type LeafCertificate } from "./certificate.js";
 import type { Endpoint } from "./endpoint.js";
 import { HandshakeReadError, readPresentedChain } from "./handshake-certificates.js";
@@ -167,7 +167,9 @@ export function openVerifiedSocket(
       keylog.length = 0;
       if (failure !== null) {
         options.onTrustFailure?.(failure);
-        process.nextTick(() => socket.destroy(failure));
+        process.nextTick(() => {
+          socket.destroy(failure);
+        });
         return false;
       }
     }
@@ -186,7 +188,9 @@ export function openVerifiedSocket(
     }
     if (trust !== null) options.onTrustFailure?.(trust);
   });
-  socket.once("close", () => clearTimeout(timer));
+  socket.once("close", () => {
+    clearTimeout(timer);
+  });
   return socket;
 }
 
@@ -247,35 +251,4 @@ export function classifyHandshakeError(error: Error & { code?: string }): TrustE
     return new PinMismatchError("the server presented a certificate other than the pinned one", { reason: "PIN_MISMATCH", cause: error });
   }
   return null;
-}
-
-/** A throw-away verified connection (the pre-flight before the bearer is loaded). */
-export function preflight(target: PinnedTarget, handshakeTimeoutMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let trust: TrustError | null = null;
-    const socket = openVerifiedSocket(target, {
-      handshakeTimeoutMs,
-      alpn: ["h2"],
-      onTrustFailure: (error) => {
-        trust = error;
-      },
-    });
-    socket.once("secureConnect", () => {
-      if (!socket.destroyed) {
-        socket.destroy();
-        resolve();
-      }
-    });
-    socket.once("error", (error: Error & { code?: string }) => {
-      const code = error.code ?? "";
-      if (trust === null && /^E[A-Z]+$/.test(code)) {
-        reject(new TransportError(`cannot reach the worker (${code})`, { code: "UNAVAILABLE", reason: "UNREACHABLE", cause: error }));
-        return;
-      }
-      reject(trust ?? classifyHandshakeError(error) ?? new TlsPolicyError(`the pre-flight handshake failed: ${error.code ?? error.message}`, { reason: "TLS_HANDSHAKE", cause: error }));
-    });
-    socket.once("close", () => {
-      reject(trust ?? new TlsPolicyError("the server closed the connection during the handshake", { reason: "TLS_HANDSHAKE" }));
-    });
-  });
 }
