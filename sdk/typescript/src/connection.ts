@@ -14,7 +14,7 @@ import { createClient, type CallOptions, type Client as RpcClient } from "@conne
 import * as convert from "./convert.js";
 import { loadBearer, type CredentialProvider } from "./credentials.js";
 import { isRetryable, isUnreachable, mapError, type MapContext } from "./error-mapping.js";
-import { ClientClosedError, ColossusError, IncompatibleServerError, TransportError } from "./errors.js";
+import { ClientClosedError, ColossusError, IncompatibleServerError } from "./errors.js";
 import { ArtifactService } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import { RunService } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import { SystemService } from "./gen/colossus/api/v1alpha1/system_pb.js";
@@ -98,8 +98,10 @@ export class Connection {
       return new ClientClosedError("the client was closed", { reason: "CLIENT_CLOSED", idempotencyKey: context.idempotencyKey ?? null });
     }
     const mapped = mapError(error, context);
+    // The newest connection failed a trust check, so no call can have reached a worker
+    // through it: whatever connect reports (UNAVAILABLE, INTERNAL...) is that refusal.
     const trust = this.channel.lastTrustFailure();
-    if (trust !== null && mapped instanceof TransportError) return trust;
+    if (trust !== null && mapped.code !== null) return trust;
     return mapped;
   }
 
