@@ -28,7 +28,14 @@ from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
 from .sdks import ClientSpec
-from .worker import DEFAULT_GRANT, ManagedWorker, malformed_bearer, unknown_bearer, worker_command
+from .worker import (
+    DEFAULT_GRANT,
+    ManagedWorker,
+    malformed_bearer,
+    sidecar_fault_command,
+    unknown_bearer,
+    worker_command,
+)
 
 log = logging.getLogger("colossus_conformance")
 
@@ -152,11 +159,15 @@ class Suite:
             if placement == "sidecar":
                 state_dir = Path(tempfile.mkdtemp(prefix="sidecar-", dir=self.scratch))
                 state_dir.chmod(0o700)
+                command = worker_command()
+                if "sidecar_fault" in conn:
+                    # The record of starts lives next to the state folder, in the runner's scratch.
+                    command = sidecar_fault_command(conn["sidecar_fault"], sidecar_record(state_dir))
                 connections.append(
                     {
                         "name": conn["name"],
                         "placement": "sidecar",
-                        "worker_command": worker_command(),
+                        "worker_command": command,
                         "application_id": conn.get("app", "sidecar-app"),
                         "grant": conn.get("grant", DEFAULT_GRANT),
                         "state_dir": str(state_dir),
@@ -428,7 +439,10 @@ class Suite:
                 except Exception as exc:
                     result.details.append(f"runner could not restore the worker's listener: {exc}")
         sidecars = {
-            c["name"]: {"state_released": state_released(Path(c["state_dir"]))}
+            c["name"]: {
+                "state_released": state_released(Path(c["state_dir"])),
+                "starts": _line_count(sidecar_record(Path(c["state_dir"]))),
+            }
             for c in prepared.instruction["connections"]
             if c["placement"] == "sidecar"
         }
@@ -538,6 +552,18 @@ def state_released(state_dir: Path, wait_seconds: float = 10.0) -> bool:
         finally:
             os.close(fd)
         time.sleep(0.2)
+
+
+def sidecar_record(state_dir: Path) -> Path:
+    """Where a faulty sidecar worker records its starts (one line each)."""
+    return state_dir.with_name(state_dir.name + ".starts")
+
+
+def _line_count(path: Path) -> int | None:
+    try:
+        return len(path.read_text().splitlines())
+    except OSError:
+        return None
 
 
 def _size(path: Path) -> int:

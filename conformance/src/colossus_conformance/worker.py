@@ -75,6 +75,19 @@ def worker_command() -> list[str]:
     ]
 
 
+def sidecar_fault_command(fault: str, record: Path) -> list[str]:
+    """A sidecar worker command that misbehaves on purpose (faults/sidecar_wrapper.py)."""
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from colossus_reference_worker.faults.sidecar_wrapper import main; sys.exit(main())",
+        "--sidecar-fault",
+        fault,
+        "--record",
+        str(record),
+    ]
+
+
 @dataclass(frozen=True)
 class Enrolment:
     """Non-secret enrolment output plus the bearer (held in memory only)."""

@@ -1,0 +1,96 @@
+"""A sidecar worker that misbehaves on purpose, for the conformance suite only (W15, S7).
+
+The runner hands an SDK this program as the sidecar's worker command; the SDK appends its
+bootstrap flags as usual. The wrapper records each start in a file of the runner's, arms
+the named fault in this process, then runs the ordinary worker::
+
+    python -c "...sidecar_wrapper import main..." --sidecar-fault crash-loop --record FILE
+
+Faults (docs/fault-control.md, "Sidecar faults"):
+
+- ``exit-after-create-commit``: the first worker process exits right after a CreateRun
+  committed, before answering (the outcome is unknown to the SDK; the run exists);
+- ``crash-loop``: every worker process exits on its first call other than GetServerInfo;
+- ``reply-endpoint-localhost``, ``reply-other-pin``, ``reply-bad-bearer``,
+  ``reply-extra-member``: the bootstrap reply is rewritten before the SDK reads it.
+
+Nothing here is reachable from the public API: it exists only when the runner chooses it
+as the worker command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+FAULTS = (
+    "exit-after-create-commit",
+    "crash-loop",
+    "reply-endpoint-localhost",
+    "reply-other-pin",
+    "reply-bad-bearer",
+    "reply-extra-member",
+)
+EXIT_FAULT = 70  # the status an injected exit uses, so worker logs name the cause
+
+
+def record_start(path: Path) -> int:
+    """Appends this start to the runner's file; returns how many starts it now holds."""
+    with open(path, "a") as record:
+        record.write(f"{os.getpid()}\n")
+    return len(path.read_text().splitlines())
+
+
+def rewrite_reply(fault: str, reply: dict[str, Any]) -> dict[str, Any]:
+    reply = dict(reply)
+    if fault == "reply-endpoint-localhost":
+        reply["endpoint"] = reply["endpoint"].replace("127.0.0.1", "localhost").replace("[::1]", "localhost")
+    elif fault == "reply-other-pin":
+        # Well-formed, but not the SHA-256 of the certificate sent with it.
+        reply["certificate_sha256"] = "ab" * 32
+    elif fault == "reply-bad-bearer":
+        reply["bearer"] = "too short"
+    elif fault == "reply-extra-member":
+        reply["debug"] = True
+    return reply
+
+
+def arm(fault: str, start: int) -> None:
+    """Patches this process's worker before it starts."""
+    from .. import faults
+    from ..hooks import WorkerHooks
+    from ..sidecar import main as sidecar_main
+
+    if fault.startswith("reply-"):
+        write_frame = sidecar_main.write_frame
+
+        def rewriting_write_frame(fd: int, message: dict[str, Any]) -> None:
+            is_success = "bearer" in message
+            write_frame(fd, rewrite_reply(fault, message) if is_success else message)
+
+        sidecar_main.write_frame = rewriting_write_frame  # type: ignore[assignment]
+        return
+
+    class ExitingHooks(WorkerHooks):
+        async def before_unary(self, method: str) -> None:
+            if fault == "crash-loop" and method != "SystemService/GetServerInfo":
+                os._exit(EXIT_FAULT)
+
+        async def after_unary_commit(self, method: str) -> None:
+            if fault == "exit-after-create-commit" and start == 1 and method == "RunService/CreateRun":
+                os._exit(EXIT_FAULT)
+
+    faults.hooks_from_args = lambda args: (ExitingHooks(), None)  # type: ignore[assignment]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--sidecar-fault", required=True, choices=FAULTS)
+    parser.add_argument("--record", required=True, type=Path)
+    ns, rest = parser.parse_known_args(argv)
+    arm(ns.sidecar_fault, record_start(ns.record))
+    from ..cli import main as worker_main
+
+    return worker_main(rest)
