@@ -1,0 +1,100 @@
+"""Sessions for the TypeScript SDK (sdk/typescript).
+
+    typescript_lint      tsc --strict (SDK, tests, examples), typescript-eslint strict-type-checked,
+                         the ESM + CommonJS build, publint, @arethetypeswrong/cli and the
+                         contents of `npm pack`
+    typescript_tests     node:test unit tests (scripted in-process gRPC worker, TLS policy,
+                         shared parser vectors) and integration tests against the reference
+                         worker, installed from ./conformance, over real TLS
+    typescript_examples  runs every program in sdk/typescript/examples against the reference worker
+    bench_typescript_sdk watch throughput and connect time as ratios over a raw connect-node
+                         client, RSS growth over a long watch (not in the default run)
+
+Arguments after `--` go to `node --test` (tests, examples) or to the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent.parent
+SDK = ROOT / "sdk/typescript"
+
+DEFAULT_SESSIONS = ["typescript_lint", "typescript_tests", "typescript_examples"]
+
+# What `npm pack` may contain: the bundles, their declarations and maps, docs, licence.
+PACKAGE_FILES = {
+    "LICENSE",
+    "README.md",
+    "package.json",
+    "dist/index.js",
+    "dist/index.js.map",
+    "dist/index.cjs",
+    "dist/index.cjs.map",
+    "dist/index.d.ts",
+    "dist/index.d.cts",
+}
+
+
+def _npm_ci(session: nox.Session) -> None:
+    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+
+
+def _with_worker(session: nox.Session) -> dict[str, str]:
+    """Installs the reference worker into the session; a missing worker must fail the tests."""
+    session.install("--disable-pip-version-check", str(ROOT / "conformance"))
+    worker = Path(session.bin) / "colossus-reference-worker"
+    return {"COLOSSUS_REQUIRE_WORKER": "1", "COLOSSUS_REFERENCE_WORKER": str(worker)}
+
+
+@nox.session(venv_backend="none")
+def typescript_lint(session: nox.Session) -> None:
+    """Type checks, lint, the dual build and the package checks."""
+    session.chdir(SDK)
+    _npm_ci(session)
+    session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.json", external=True)
+    session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.test.json", external=True)
+    session.run("npx", "--no-install", "eslint", "--max-warnings", "0", ".", external=True)
+    session.run("npm", "run", "build", external=True)
+    session.run("npx", "--no-install", "publint", "--strict", external=True)
+    session.run("npx", "--no-install", "attw", "--pack", ".", "--profile", "node16", external=True)
+    listing = session.run("npm", "pack", "--dry-run", "--json", external=True, silent=True)
+    files = {entry["path"] for entry in json.loads(str(listing))[0]["files"]}
+    unexpected, missing = files - PACKAGE_FILES, PACKAGE_FILES - files
+    if unexpected or missing:
+        session.error(f"npm pack contents are wrong: unexpected {sorted(unexpected)}, missing {sorted(missing)}")
+    session.log(f"npm pack lists exactly {len(files)} files")
+
+
+@nox.session
+def typescript_tests(session: nox.Session) -> None:
+    """Unit tests, then integration tests against the reference worker."""
+    env = _with_worker(session)
+    session.chdir(SDK)
+    _npm_ci(session)
+    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
+    tests = sorted(str(p.relative_to(SDK)) for p in (SDK / "build/test").glob("*.test.js"))
+    session.run("node", "--test", "--test-concurrency=1", *tests, *session.posargs, external=True, env=env)
+
+
+@nox.session
+def typescript_examples(session: nox.Session) -> None:
+    """Each example is a program; they start or enrol the reference worker themselves."""
+    env = _with_worker(session)
+    session.chdir(SDK)
+    _npm_ci(session)
+    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
+    session.run("node", "--test", "build/test/examples.run.js", *session.posargs, external=True, env=env)
+
+
+@nox.session
+def bench_typescript_sdk(session: nox.Session) -> None:
+    """Prints the SDK's figures as ratios measured in one run (see sdk/typescript/README.md)."""
+    env = _with_worker(session)
+    session.chdir(SDK)
+    _npm_ci(session)
+    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
+    session.run("node", "--expose-gc", "build/bench/bench.js", *session.posargs, external=True, env=env)
