@@ -71,14 +71,50 @@ class Limits:
         return [f.name for f in dataclasses.fields(cls)]
 
     def override(self, name: str, raw: str) -> None:
-        """Apply ``name=raw`` from the command line; raises ``ValueError``."""
-        if name not in self.names():
-            raise ValueError(f"unknown limit {name!r}")
-        current = getattr(self, name)
-        value: float | int = float(raw) if isinstance(current, float) else int(raw)
-        if value <= 0:
-            raise ValueError(f"limit {name!r} must be positive")
-        setattr(self, name, value)
+        """Apply ``name=raw`` from the command line; raises ``ValueError``.
+
+        ``name`` is a field path as ``GetServerInfo`` advertises it (durations in
+        seconds, an optional ``s`` suffix allowed). The attribute names of this class
+        are still accepted as deprecated aliases for one release.
+        """
+        attribute = ADVERTISED_LIMITS.get(name, name if name in self.names() else None)
+        if attribute is None:
+            raise ValueError(f"unknown limit {name!r}; valid names (as GetServerInfo "
+                             f"advertises them): {', '.join(ADVERTISED_LIMITS)}")
+        current = getattr(self, attribute)
+        try:
+            if isinstance(current, float):
+                value: float | int = float(raw.removesuffix("s"))
+            else:
+                value = int(raw)
+        except ValueError:
+            kind = "a number of seconds" if isinstance(current, float) else "an integer"
+            raise ValueError(f"limit {name!r} expects {kind}, got {raw!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"limit {name!r} must be positive and finite, got {raw!r}")
+        setattr(self, attribute, value)
+
+
+_SAME_NAME = (
+    "max_active_runs", "max_active_runs_per_application", "max_watches",
+    "max_watches_per_application", "max_concurrent_list_runs",
+    "max_concurrent_list_runs_per_application", "max_connections",
+    "max_concurrent_streams_per_connection", "max_request_bytes", "max_response_bytes",
+    "max_header_bytes", "max_events_per_run", "reserved_lifecycle_events", "max_input_parts",
+    "max_input_bytes", "max_turns", "default_max_turns", "max_list_page_size",
+    "max_list_status_filters", "max_artifact_bytes", "max_artifact_chunk_bytes",
+)
+
+ADVERTISED_LIMITS: dict[str, str] = dict(sorted({
+    **{name: name for name in _SAME_NAME},
+    "create_rate.refill_per_second": "create_rate_per_second",
+    "create_rate.burst": "create_rate_burst",
+    "create_rate_per_application.refill_per_second": "create_rate_per_application_per_second",
+    "create_rate_per_application.burst": "create_rate_per_application_burst",
+    "handshake_timeout": "handshake_timeout_seconds",
+    "max_connection_age": "max_connection_age_seconds",
+}.items()))
+"""Every limit name ``--limit`` accepts, spelled as ``GetServerInfo`` advertises it."""
 
 
 @dataclass(kw_only=True)
