@@ -3,6 +3,10 @@ package colossus
 import (
 	"context"
 	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // secret holds a validated bearer inside a closure: fmt and reflection print a func as an
@@ -39,15 +43,54 @@ func newSecret(value string) (*secret, error) {
 	return &secret{value: func() string { return value }}, nil
 }
 
-// bearerCredentials sends the bearer as authorization metadata, and only over a
-// connection whose transport security grpc-go has established (our pinned TLS).
+// bearerCredentials sends the bearer as authorization metadata. grpc-go asks for it only
+// on a transport whose handshake has completed, which here means the pinned TLS 1.3 policy
+// passed on that very connection: so the provider is asked only after C1-C4 (C5), and is
+// asked once per client; the validated bearer then stays in memory.
 type bearerCredentials struct {
-	s     *secret
+	load  func(context.Context) (*secret, error)
 	trace TraceContextFunc
+
+	mu      sync.Mutex
+	s       *secret
+	failure *Error // the last load failure, reported by the failed call
+}
+
+func (b *bearerCredentials) bearer(ctx context.Context) (*secret, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.s != nil {
+		return b.s, nil
+	}
+	s, err := b.load(ctx)
+	if err != nil {
+		e, ok := asError(err)
+		if !ok {
+			e = &Error{kind: ErrCredential.(*kind), Reason: ReasonCredentialMissing, Message: "the credential provider failed", cause: err}
+		}
+		b.failure = e
+		return nil, e
+	}
+	b.s = s
+	return s, nil
+}
+
+// takeFailure returns and clears the last load failure.
+func (b *bearerCredentials) takeFailure() *Error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f := b.failure
+	b.failure = nil
+	return f
 }
 
 func (b *bearerCredentials) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
-	md := map[string]string{"authorization": "Bearer " + b.s.value()}
+	s, err := b.bearer(ctx)
+	if err != nil {
+		// A status error keeps grpc-go from inventing a code; the caller maps takeFailure.
+		return nil, status.Error(codes.FailedPrecondition, "the credential provider failed")
+	}
+	md := map[string]string{"authorization": "Bearer " + s.value()}
 	if b.trace != nil {
 		if tp, ts := b.trace(ctx); tp != "" {
 			md["traceparent"] = tp

@@ -26,20 +26,23 @@ type target struct {
 	expectedMode       DeploymentMode
 }
 
-// session is one verified channel: opened only after the trust checks, first used for
-// GetServerInfo, whose answer it keeps.
+// session is one verified channel. Every TLS handshake it makes (the first and each
+// reconnect) runs the pinned TLS 1.3 policy; the bearer is loaded only once a handshake
+// passed; the first call is GetServerInfo, whose verified answer it keeps.
 type session struct {
 	conn      *grpc.ClientConn
 	system    pb.SystemServiceClient
 	runs      pb.RunServiceClient
 	artifacts pb.ArtifactServiceClient
 	policy    *trustPolicy
+	bearer    *bearerCredentials
 	info      ServerInfo
 	callOpts  []grpc.CallOption
 }
 
-// openSession runs C4-C7 against a target: pre-flight handshake, then the bearer, then a
-// channel enforcing the same TLS policy on every connection, then a verified GetServerInfo.
+// openSession runs C4-C7 against a target: a channel enforcing the TLS policy on every
+// connection, the bearer loaded only after the first handshake passed, then a verified
+// GetServerInfo before anything else.
 func openSession(ctx context.Context, t target, creds func(context.Context) (*secret, error), o ClientOptions, log *slog.Logger) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.connectTimeout())
 	defer cancel()
@@ -47,17 +50,11 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 	if err != nil {
 		return nil, err
 	}
-	if err := policy.preflight(ctx, t.endpoint); err != nil {
-		return nil, err
-	}
-	bearer, err := creds(ctx)
-	if err != nil {
-		return nil, err
-	}
+	bearer := &bearerCredentials{load: creds, trace: o.TraceContext}
 	recv := o.maxResponseBytes()
 	conn, err := grpc.NewClient("passthrough:///"+t.endpoint.address(),
 		grpc.WithTransportCredentials(policy.transportCredentials()),
-		grpc.WithPerRPCCredentials(&bearerCredentials{s: bearer, trace: o.TraceContext}),
+		grpc.WithPerRPCCredentials(bearer),
 		grpc.WithDisableRetry(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(recv)),
 	)
@@ -70,6 +67,7 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 		runs:      pb.NewRunServiceClient(conn),
 		artifacts: pb.NewArtifactServiceClient(conn),
 		policy:    policy,
+		bearer:    bearer,
 		callOpts:  []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)},
 	}
 	info, err := s.getServerInfo(ctx, o.readRetry(), log)
@@ -96,7 +94,8 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *slog.Logger) (ServerInfo, error) {
 	b := newBackoff(policy, nil)
 	for {
-		resp, err := s.system.GetServerInfo(ctx, &pb.GetServerInfoRequest{}, grpc.WaitForReady(true))
+		// Not wait-for-ready: a handshake refused by the policy must fail this call at once.
+		resp, err := s.system.GetServerInfo(ctx, &pb.GetServerInfoRequest{})
 		if err == nil {
 			return toServerInfo(resp.GetServerInfo()), nil
 		}
@@ -119,6 +118,9 @@ func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *sl
 // mapError maps a failed call, preferring a trust violation recorded by this session's
 // TLS policy: a reconnect that met the wrong server fails closed with a typed error.
 func (s *session) mapError(ctx context.Context, err error, call callKind, key string) error {
+	if f := s.bearer.takeFailure(); f != nil {
+		return f
+	}
 	mapped := mapRPCError(ctx, err, call, key)
 	if e, ok := asError(mapped); ok && e.Code == codes.Unavailable {
 		if v := s.policy.takeViolation(); v != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -21,7 +22,8 @@ import (
 // It remembers the last violation so a failed RPC on a reconnect can report the typed
 // trust error rather than grpc-go's generic UNAVAILABLE.
 type trustPolicy struct {
-	pin [sha256.Size]byte
+	pin    [sha256.Size]byte
+	passed atomic.Bool // some handshake of this channel has passed the policy
 
 	mu   sync.Mutex
 	last *Error
@@ -100,8 +102,16 @@ type policedCredentials struct {
 
 func (c policedCredentials) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	out, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, conn)
-	if err != nil && isVersionRefusal(err) && !c.policy.hasViolation() {
-		c.policy.record(newError(ErrTLSPolicy, ReasonTLSVersion, "the worker does not speak TLS 1.3"))
+	if err == nil {
+		c.policy.passed.Store(true)
+		return out, info, nil
+	}
+	// A refused version is always a policy failure. Before any handshake has passed, so
+	// is every other handshake failure on an established TCP connection (a TLS 1.2-only
+	// server may simply hang up); later ones may be a restarting worker, and stay
+	// retryable.
+	if !c.policy.hasViolation() && (isVersionRefusal(err) || !c.policy.passed.Load()) {
+		c.policy.record(c.policy.classifyHandshake(err))
 	}
 	return out, info, err
 }
@@ -134,29 +144,4 @@ func (p *trustPolicy) classifyHandshake(err error) *Error {
 		return &Error{kind: ErrTLSPolicy.(*kind), Reason: ReasonTLSVersion, cause: err, Message: "the worker does not speak TLS 1.3"}
 	}
 	return &Error{kind: ErrTLSPolicy.(*kind), Reason: ReasonTLSHandshake, cause: err, Message: "the TLS 1.3 handshake with the worker failed"}
-}
-
-// preflight performs one handshake under the policy before the bearer is loaded, so a
-// wrong worker is refused with a typed error and nothing secret was ever sent.
-func (p *trustPolicy) preflight(ctx context.Context, endpoint Endpoint) error {
-	var dialer net.Dialer
-	raw, err := dialer.DialContext(ctx, "tcp", endpoint.address())
-	if err != nil {
-		sentinel := ErrTransport
-		if ctx.Err() != nil {
-			sentinel = ErrDeadlineExceeded
-		}
-		return &Error{kind: sentinel.(*kind), Reason: ReasonUnavailable, cause: err,
-			Message: "cannot reach the worker at " + endpoint.String()}
-	}
-	defer raw.Close()
-	conn := tls.Client(raw, p.config())
-	if err := conn.HandshakeContext(ctx); err != nil {
-		if ctx.Err() != nil && !p.hasViolation() {
-			return &Error{kind: ErrDeadlineExceeded.(*kind), Reason: ReasonUnavailable, cause: err,
-				Message: "the TLS handshake with the worker timed out"}
-		}
-		return p.classifyHandshake(err)
-	}
-	return nil
 }

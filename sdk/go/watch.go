@@ -46,6 +46,18 @@ func (p *WatchProgress) Completed() bool { return p.completed.Load() }
 
 func eventsEqual(a, b *pb.RunEvent) bool { return proto.Equal(a, b) }
 
+// eventOverhead approximates the memory a decoded event holds beyond its variable fields.
+const eventOverhead = 160
+
+// retainedSize is what keeping an event in the replay window costs, for its byte bound.
+// Output deltas, nearly every event of a long run, are sized without walking the message.
+func retainedSize(ev *pb.RunEvent) int {
+	if d, ok := ev.GetPayload().(*pb.RunEvent_OutputDelta); ok {
+		return eventOverhead + len(ev.GetRunId()) + len(d.OutputDelta.GetText())
+	}
+	return eventOverhead + proto.Size(ev)
+}
+
 // Watch streams a run's events in order, each exactly once (scope runs:read), and ends
 // only when it has proved it saw the whole run:
 //
@@ -177,7 +189,7 @@ func (w *watchDriver) stream(ctx context.Context, s *session, yield func(RunEven
 			return false, newError(ErrProtocolViolation, ReasonFieldInvalid, "the watch sent a message without an event")
 		}
 		_, terminal := ev.GetPayload().(*pb.RunEvent_Terminated)
-		verdict, err := w.core.onEvent(ev.GetRunId(), ev.GetSequence(), ev, proto.Size(ev), terminal)
+		verdict, err := w.core.onEvent(ev.GetRunId(), ev.GetSequence(), ev, retainedSize(ev), terminal)
 		if err != nil {
 			return false, err
 		}
