@@ -8,11 +8,21 @@ export default tseslint.config(
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { project: ["./tsconfig.test.json"], tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // Numbers and booleans in log and error text are intended.
       "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true, allowBoolean: true }],
+    },
+  },
+  {
+    files: ["test/**/*.ts"],
+    rules: {
+      // node:test's describe/it return promises the runner itself awaits.
+      "@typescript-eslint/no-floating-promises": [
+        "error",
+        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["describe", "it", "before", "after"] }] },
+      ],
     },
   },
 );
