@@ -9,9 +9,11 @@ tracebacks alike), in case a future log call forgets.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
-from typing import IO
+import time
+from typing import IO, Any
 
 _PACKAGE = "colossus_reference_worker"
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -36,10 +38,38 @@ class RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
-def configure(level: str, stream: IO[str]) -> None:
-    """Send log lines to ``stream``: the worker's from ``level``, libraries' from WARNING."""
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line for machines, redacted like the text lines.
+
+    A log call may pass ``extra={"fields": {...}}``; those keys join the object.
+    """
+
+    converter = time.gmtime
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            entry.update({k: v for k, v in fields.items() if k not in entry})
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        # Redacted value by value, so the line stays valid JSON.
+        return json.dumps({k: redact(v) if isinstance(v, str) else v for k, v in entry.items()},
+                          default=lambda v: redact(str(v)))
+
+
+def configure(level: str, stream: IO[str], fmt: str = "text") -> None:
+    """Send log lines to ``stream``: the worker's from ``level``, libraries' from WARNING.
+
+    ``fmt`` is ``text`` (for people) or ``json`` (one object per line).
+    """
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(RedactingFormatter(_FORMAT))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else RedactingFormatter(_FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
