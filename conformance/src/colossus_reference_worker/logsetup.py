@@ -44,11 +44,10 @@ class JsonFormatter(logging.Formatter):
     A log call may pass ``extra={"fields": {...}}``; those keys join the object.
     """
 
-    converter = time.gmtime
-
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+                    + f".{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
