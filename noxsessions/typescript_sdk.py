@@ -15,6 +15,7 @@ Arguments after `--` go to `node --test` (tests, examples) or to the benchmark.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -39,8 +40,22 @@ PACKAGE_FILES = {
 }
 
 
+LOCK_MARKER = "node_modules/.colossus-lock-sha256"
+
+
 def _npm_ci(session: nox.Session) -> None:
+    """`npm ci` from the lock file, skipped when node_modules was installed from this very lock.
+
+    The conformance client's build (conformance/clients/typescript/build.mjs) uses the same
+    marker, so a session and a conformance run never reinstall under each other's feet.
+    """
+    digest = hashlib.sha256((SDK / "package-lock.json").read_bytes()).hexdigest()
+    marker = SDK / LOCK_MARKER
+    if marker.is_file() and marker.read_text() == digest:
+        session.log("node_modules matches package-lock.json; npm ci skipped")
+        return
     session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+    marker.write_text(digest)
 
 
 def _with_worker(session: nox.Session) -> dict[str, str]:
