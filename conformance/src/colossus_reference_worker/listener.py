@@ -248,6 +248,9 @@ class Listener:
         conn_id = next(self._ids)
         log.debug("connection %d accepted", conn_id)
         if self.open_connections >= self.limits.max_connections:
+            log.info("refused connection %d: max_connections (%d) reached", conn_id,
+                     self.limits.max_connections, extra={"fields": {
+                         "event": "connection_refused", "reason": "max_connections"}})
             transport.abort()
             self.hooks.on_connection(conn_id, None, False)
             return
@@ -268,7 +271,10 @@ class Listener:
                 ssl_handshake_timeout=self.limits.handshake_timeout_seconds,
             )
         except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as exc:
-            log.debug("connection %d: TLS handshake failed: %s", conn_id, type(exc).__name__)
+            reason = "handshake_timeout" if isinstance(exc, asyncio.TimeoutError) else "tls"
+            log.info("refused connection %d: TLS handshake failed (%s)", conn_id,
+                     getattr(exc, "reason", None) or type(exc).__name__, extra={"fields": {
+                         "event": "connection_refused", "reason": reason}})
             slot.release()
             transport.abort()
             self.hooks.on_connection(conn_id, None, False)

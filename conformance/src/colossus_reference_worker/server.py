@@ -234,7 +234,10 @@ async def start_worker(config: WorkerConfig, hooks: WorkerHooks | None = None) -
     except BaseException:
         ws.close()
         raise
-    log.info("serving %s as %s", endpoint, ws.identity.instance_id)
+    log.info("serving %s as %s; state folder %s", endpoint, ws.identity.instance_id,
+             config.state_dir, extra={"fields": {
+                 "event": "serving", "endpoint": endpoint, "instance_id": ws.identity.instance_id,
+                 "state_dir": str(config.state_dir), "deployment_mode": config.deployment_mode}})
     return RunningWorker(
         endpoint=endpoint,
         instance_id=ws.identity.instance_id,

@@ -84,8 +84,21 @@ class RunEngine:
         if state["status"] in TERMINAL:
             for runs in self.active.values():
                 runs.discard(run_id)
+            if log.isEnabledFor(logging.INFO):
+                self._log_finished(run_id, state)
         self.hub.notify(run_id)
         return payload
+
+    def _log_finished(self, run_id: str, state: State) -> None:
+        tail = self.store.tail(run_id)
+        assert tail is not None
+        app, created = tail.creation["application_id"], tail.creation["create_time"]
+        seconds = round((state["update_time"] - created) / 1e6, 3)
+        log.info("run %s of %s finished %s: %d events in %.3fs", run_id, app, state["status"],
+                 state["last_sequence"], seconds, extra={"fields": {
+                     "event": "run_finished", "run_id": run_id, "application_id": app,
+                     "status": state["status"], "events": state["last_sequence"],
+                     "duration_seconds": seconds}})
 
     def terminate(self, run_id: str, status: str, result: dict[str, Any]) -> None:
         self.append(run_id, {"type": "terminated", "status": status, "result": result})
@@ -168,6 +181,8 @@ class RunEngine:
         self.rate.take(app)
         self.active[app].add(run_id)
         self._start_driver(creation, 0)
+        log.info("run %s created for %s", run_id, app, extra={"fields": {
+            "event": "run_created", "run_id": run_id, "application_id": app}})
         return creation, creation["state"], False
 
     def _plan_for(self, principal: Principal, fields: dict[str, Any]

@@ -94,12 +94,18 @@ class Pipeline:
         if header_bytes > self.config.limits.max_header_bytes:
             raise ApiError(Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
                            "the request headers are too large", {"limit": "max_header_bytes"})
-        if len(values) > 1:
-            raise ApiError(  # ambiguous credentials are never guessed at
-                Status.UNAUTHENTICATED, "CREDENTIAL_INVALID", "the credential is not valid"
-            )
-        principal = self.credentials.authenticate(values[0] if values else None)
-        require_scope(principal, METHOD_SCOPES.get(method))
+        try:
+            if len(values) > 1:
+                raise ApiError(  # ambiguous credentials are never guessed at
+                    Status.UNAUTHENTICATED, "CREDENTIAL_INVALID", "the credential is not valid"
+                )
+            principal = self.credentials.authenticate(values[0] if values else None)
+            require_scope(principal, METHOD_SCOPES.get(method))
+        except ApiError as exc:
+            # The reason code and method only: never the presented credential.
+            log.info("refused %s: %s (%s)", method, exc.reason, exc.message, extra={"fields": {
+                "event": "credential_refused", "method": method, "reason": exc.reason}})
+            raise
         return principal
 
     @contextlib.contextmanager
