@@ -27,6 +27,9 @@ func main() {
 	flag.Parse()
 	log.SetOutput(os.Stderr)
 	log.SetPrefix("go-client: ")
+	if err := rebuildAgainstSDKCopy(); err != nil {
+		log.Fatalf("cannot run against the SDK copy: %v", err)
+	}
 	var bearers io.Reader
 	switch {
 	case *bearerFD >= 0:
