@@ -1,0 +1,1 @@
+"""The subcommands of ``colossus-reference-worker``, one module per command group."""
