@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 from cli_helpers import CLI, cli, cli_json, folder_fingerprint
+
 from conftest import pb, script
 
 S = pb.runs
