@@ -22,7 +22,9 @@ async def serve(config: WorkerConfig, args: argparse.Namespace,
                 on_serving: OnServing | None = None) -> int:
     """Serve until a signal; ``on_serving`` gets the running worker once it listens."""
     from ..server import start_worker
+    from .admin import check_public_dir
 
+    check_public_dir(config)  # before the state folder inside it is created
     try:
         hooks, control = hooks_from_args(args)  # (None, None) unless fault injection is on
     except (ValueError, OSError) as exc:
