@@ -91,7 +91,8 @@ fmt.Println(client.ServerInfo().InstanceID)"""
 
 def snippets(c: Connection) -> str:
     """The three snippets under headings, ready to paste."""
-    parts = [("Python (pip install colossus-sdk[keyring])", _python(c)),
+    extra = "[keyring]" if c.keyring_service else ""
+    parts = [(f"Python (pip install colossus-sdk{extra})", _python(c)),
              ("TypeScript (npm install colossus-sdk)", _typescript(c)),
              ("Go (github.com/obscuritylabs/colossus-sdks/sdk/go)", _go(c))]
     return "\n\n".join(f"--- {title} ---\n{body}" for title, body in parts) + "\n"
