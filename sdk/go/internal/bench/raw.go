@@ -76,21 +76,23 @@ func dialRaw(ctx context.Context, w *worker) (*raw, error) {
 }
 
 func (r *raw) watch(ctx context.Context, runID string) roundResult {
-	return measure(func() int {
+	return measure(func() (int, time.Time) {
 		stream, err := r.runs.WatchRun(ctx, &pb.WatchRunRequest{RunId: runID})
 		if err != nil {
 			panic(err)
 		}
 		n := 0
+		var last time.Time
 		for {
 			_, err := stream.Recv()
 			if err == io.EOF {
-				return n
+				return n, last
 			}
 			if err != nil {
 				panic(err)
 			}
 			n++
+			last = time.Now()
 		}
 	})
 }
