@@ -213,18 +213,21 @@ class FaultHooks(WorkerHooks):
         refused = self.state.take_rpc_fault("RunService/WatchRun", after_commit=False)
         if not faults and refused is None:
             return events
-        return self._faulty_watch(faults, refused, events)
+        return self._faulty_watch(faults, refused, events, ctx.after_sequence)
 
     async def _faulty_watch(
         self,
         faults: list[WatchFault],
         refused: RpcFault | None,
         events: AsyncIterator[RunEvent],
+        cursor: int,
     ) -> AsyncIterator[RunEvent]:
         if refused is not None:
             raise _api_error(refused.code, refused.reason)
         skipped = {f.sequence for f in faults if f.kind == "skip"}
-        triggers = [f for f in faults if f.kind != "skip"]
+        # An event numbered at the caller's cursor, sent before the first real one.
+        resend = cursor >= 1 and any(f.kind == "resend_before_cursor" for f in faults)
+        triggers = [f for f in faults if f.kind not in ("skip", "resend_before_cursor")]
         keep = max((f.count for f in triggers if f.kind == "replay"), default=0)
         sent: deque[RunEvent] = deque(maxlen=max(keep, 1))
 
@@ -237,6 +240,11 @@ class FaultHooks(WorkerHooks):
             async for event in events:
                 if event.sequence in skipped:
                     continue
+                if resend:
+                    resend = False
+                    early = copy.deepcopy(event)
+                    early.sequence = cursor
+                    yield early
                 yield event
                 sent.append(event)
                 for fault in (f for f in triggers if f.after_sequence == event.sequence):

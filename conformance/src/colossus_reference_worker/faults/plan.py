@@ -16,7 +16,7 @@ from grpclib.const import Status
 from .replies import DOWNLOAD_MODES, REPLY_KINDS, UPLOAD_MODES, ReplyFault
 
 WATCH_KINDS = frozenset(
-    {"replay", "replay_altered", "skip", "clean_close", "fail", "stall"}
+    {"replay", "replay_altered", "skip", "clean_close", "fail", "stall", "resend_before_cursor"}
 )
 ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info"} | REPLY_KINDS
 
@@ -26,6 +26,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "replay": (frozenset({"after_sequence", "count"}), frozenset({"watch"})),
     "replay_altered": (frozenset({"after_sequence"}), frozenset({"watch"})),
     "skip": (frozenset({"sequence"}), frozenset({"watch"})),
+    "resend_before_cursor": (frozenset(), frozenset({"watch"})),
     "clean_close": (frozenset({"after_sequence"}), frozenset({"watch"})),
     "fail": (frozenset({"after_sequence", "code"}), frozenset({"watch", "reason"})),
     "stall": (frozenset({"after_sequence", "seconds"}), frozenset({"watch"})),
@@ -237,6 +238,8 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyF
     watch = _int(obj, "watch", minimum=1) if "watch" in obj else 1
     if kind == "skip":
         return WatchFault(kind, watch=watch, sequence=_int(obj, "sequence", minimum=1))
+    if kind == "resend_before_cursor":
+        return WatchFault(kind, watch=watch)
     after = _int(obj, "after_sequence")
     if kind == "replay":
         return WatchFault(kind, watch=watch, after_sequence=after,
