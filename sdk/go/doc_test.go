@@ -32,27 +32,25 @@ func TestEveryExportedNameIsDocumented(t *testing.T) {
 		missing++
 		t.Errorf("%s: %s has no doc comment", fset.Position(pos), name)
 	}
-	{
-		for _, file := range files {
-			for _, decl := range file.Decls {
-				switch d := decl.(type) {
-				case *ast.FuncDecl:
-					if d.Name.IsExported() && d.Doc == nil && (d.Recv == nil || receiverExported(d.Recv)) {
-						report(d.Pos(), d.Name.Name)
-					}
-				case *ast.GenDecl:
-					for _, spec := range d.Specs {
-						switch s := spec.(type) {
-						case *ast.TypeSpec:
-							if s.Name.IsExported() && s.Doc == nil && d.Doc == nil {
-								report(s.Pos(), s.Name.Name)
-							}
-						case *ast.ValueSpec:
-							for _, n := range s.Names {
-								// A grouped block's comment documents its members.
-								if n.IsExported() && s.Doc == nil && s.Comment == nil && d.Doc == nil {
-									report(n.Pos(), n.Name)
-								}
+	for _, file := range files {
+		for _, decl := range file.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Name.IsExported() && d.Doc == nil && (d.Recv == nil || receiverExported(d.Recv)) {
+					report(d.Pos(), d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() && s.Doc == nil && d.Doc == nil {
+							report(s.Pos(), s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							// A grouped block's comment documents its members.
+							if n.IsExported() && s.Doc == nil && s.Comment == nil && d.Doc == nil {
+								report(n.Pos(), n.Name)
 							}
 						}
 					}
