@@ -17,8 +17,10 @@ function name<T extends string>(table: Record<string | number, string | number>,
 }
 
 /** A uint64 as a number; larger than 2^53 is a protocol violation, never a silent rounding. */
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 export function safeNumber(value: bigint, field: string): number {
-  if (value > BigInt(Number.MAX_SAFE_INTEGER)) {
+  if (value > MAX_SAFE) {
     throw new ProtocolViolationError(`${field} is larger than this SDK can represent exactly`, {
       reason: "VALUE_OUT_OF_RANGE",
       metadata: { field },

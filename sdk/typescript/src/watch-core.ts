@@ -31,15 +31,14 @@ export interface Resume {
   readonly attempt: number;
 }
 
-interface Remembered<C> {
-  readonly content: C;
-  readonly size: number;
-}
-
 export class WatchCore<C> {
   private lastSequenceValue: number;
   private terminalSequence: number | null = null;
-  private readonly recent = new Map<number, Remembered<C>>();
+  // Delivered sequences are contiguous, so the window is the range (oldest, last]; it lives
+  // in a ring indexed by sequence, with no allocation per event.
+  private readonly contents: (C | undefined)[];
+  private readonly sizes: number[];
+  private oldest: number;
   private recentBytes = 0;
   private backoff: Backoff;
   private progressed = false;
@@ -54,6 +53,9 @@ export class WatchCore<C> {
     private readonly random: () => number = Math.random,
   ) {
     this.lastSequenceValue = afterSequence;
+    this.oldest = afterSequence;
+    this.contents = new Array<C | undefined>(window.maxEvents);
+    this.sizes = new Array<number>(window.maxEvents).fill(0);
     this.backoff = new Backoff(policy, now, random);
   }
 
@@ -69,7 +71,7 @@ export class WatchCore<C> {
 
   /** Events currently remembered for replay comparison, and their estimated bytes. */
   get windowUsage(): { readonly events: number; readonly bytes: number } {
-    return { events: this.recent.size, bytes: this.recentBytes };
+    return { events: this.lastSequenceValue - this.oldest, bytes: this.recentBytes };
   }
 
   /** Classifies one received event; throws on a contract violation. */
@@ -78,7 +80,7 @@ export class WatchCore<C> {
       throw new ProtocolViolationError("the watch delivered an event of another run", { reason: "WATCH_WRONG_RUN" });
     }
     if (sequence <= this.lastSequenceValue) {
-      const seen = this.recent.get(sequence);
+      const seen = sequence > this.oldest ? this.contents[sequence % this.window.maxEvents] : undefined;
       if (seen === undefined) {
         // Older than the window, or at/before a cursor the caller supplied: unverifiable.
         throw new ProtocolViolationError(
@@ -86,7 +88,7 @@ export class WatchCore<C> {
           { reason: "WATCH_REPLAY_UNVERIFIABLE" },
         );
       }
-      if (!this.same(seen.content, content)) {
+      if (!this.same(seen, content)) {
         throw new ProtocolViolationError(`the watch replayed sequence ${sequence} with different content`, {
           reason: "WATCH_REPLAY_ALTERED",
         });
@@ -110,14 +112,22 @@ export class WatchCore<C> {
   }
 
   private remember(sequence: number, content: C, size: number): void {
-    this.recent.set(sequence, { content, size });
+    const capacity = this.window.maxEvents;
+    if (sequence - this.oldest > capacity) this.forgetOldest();
+    const slot = sequence % capacity;
+    this.contents[slot] = content;
+    this.sizes[slot] = size;
     this.recentBytes += size;
-    while (this.recent.size > this.window.maxEvents || (this.recentBytes > this.window.maxBytes && this.recent.size > 1)) {
-      const oldest = this.recent.keys().next();
-      if (oldest.done === true) break;
-      this.recentBytes -= this.recent.get(oldest.value)?.size ?? 0;
-      this.recent.delete(oldest.value);
-    }
+    // The newest event is always kept, however large.
+    while (this.recentBytes > this.window.maxBytes && this.oldest < sequence - 1) this.forgetOldest();
+  }
+
+  private forgetOldest(): void {
+    this.oldest += 1;
+    const slot = this.oldest % this.window.maxEvents;
+    this.recentBytes -= this.sizes[slot] ?? 0;
+    this.contents[slot] = undefined;
+    this.sizes[slot] = 0;
   }
 
   /** A retryable failure (or a clean close of a running run): the next reconnect, or `null` when a budget is spent. */

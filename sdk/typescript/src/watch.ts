@@ -8,6 +8,7 @@ import type { Connection } from "./connection.js";
 import * as convert from "./convert.js";
 import { isRetryable, isUnreachable } from "./error-mapping.js";
 import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } from "./errors.js";
+import type { WatchRunResponse } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import { RunEventSchema, type RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
 import type { RunEvent } from "./models.js";
 import { sleep, type ResolvedRetryPolicy } from "./retry.js";
@@ -117,11 +118,153 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
   [Symbol.asyncIterator](): AsyncIterator<RunEvent> {
     if (this.started) throw new TypeError("a Watch can be iterated only once; start another with runs.watch");
     this.started = true;
-    return this.events();
+    return new WatchIterator(this, this.core, this.source, this.options);
   }
 
-  private stopped(): boolean {
+  /** @internal */
+  stopped(): boolean {
     return this.stop.signal.aborted || this.options.signal?.aborted === true;
+  }
+
+  /** @internal */
+  get closedByCaller(): boolean {
+    return this.stop.signal.aborted;
+  }
+
+  /** @internal */
+  get stopSignal(): AbortSignal {
+    return this.stop.signal;
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * The stream loop as a plain async iterator (one await per event: an async generator would
+ * add a promise hop per event on the hot path).
+ */
+class WatchIterator implements AsyncIterator<RunEvent> {
+  private stream: AsyncIterator<WatchRunResponse> | null = null;
+  private connection: Connection | null = null;
+  private attempt: AbortController | null = null;
+  private finished = false;
+  private lastActivity = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private idleFired = false;
+
+  constructor(
+    private readonly watch: Watch,
+    private readonly core: WatchCore<PbRunEvent>,
+    private readonly source: ConnectionSource,
+    private readonly options: WatchOptions,
+  ) {}
+
+  async next(): Promise<IteratorResult<RunEvent>> {
+    const core = this.core;
+    try {
+      for (;;) {
+        if (this.finished || this.watch.stopped()) return this.end();
+        const stream = this.stream ?? (await this.open());
+        let result: IteratorResult<WatchRunResponse>;
+        try {
+          result = await stream.next();
+        } catch (error) {
+          await this.onStreamError(error);
+          continue;
+        }
+        if (result.done === true) {
+          await this.onCleanClose();
+          continue;
+        }
+        this.lastActivity = performance.now();
+        const event = result.value.event;
+        if (event === undefined) continue;
+        const sequence = convert.safeNumber(event.sequence, "event.sequence");
+        if (core.onEvent(event.runId, sequence, event, estimateEventBytes(event), event.payload.case === "terminated") === "deliver") {
+          return { done: false, value: convert.runEvent(event, sequence) };
+        }
+      }
+    } catch (error) {
+      this.closeStream();
+      this.finished = true;
+      throw error;
+    }
+  }
+
+  async return(): Promise<IteratorResult<RunEvent>> {
+    this.finished = true;
+    this.closeStream();
+    return Promise.resolve(DONE);
+  }
+
+  private end(): IteratorResult<RunEvent> {
+    this.closeStream();
+    this.finished = true;
+    if (!this.watch.closedByCaller && this.options.signal?.aborted === true) {
+      throw new AbortedError("the watch was aborted by the caller", { code: "CANCELLED", reason: "ABORTED" });
+    }
+    return DONE;
+  }
+
+  private async open(): Promise<AsyncIterator<WatchRunResponse>> {
+    const connection = await this.source.connection();
+    this.connection = connection;
+    const attempt = new AbortController();
+    this.attempt = attempt;
+    const signals = [this.watch.stopSignal, attempt.signal];
+    if (this.options.signal !== undefined) signals.push(this.options.signal);
+    const idleMs = this.options.idleTimeoutMs;
+    if (idleMs !== undefined) {
+      // One coarse timer per stream instead of re-arming a timer on every event.
+      this.lastActivity = performance.now();
+      const check = Math.max(10, Math.min(1000, idleMs / 4));
+      this.idleTimer = setInterval(() => {
+        if (performance.now() - this.lastActivity >= idleMs) {
+          this.idleFired = true;
+          attempt.abort();
+        }
+      }, check);
+      this.idleTimer.unref();
+    }
+    const request = { runId: this.core.runId, afterSequence: BigInt(this.core.lastSequence) };
+    const stream = connection.runs.watchRun(request, { signal: AbortSignal.any(signals) })[Symbol.asyncIterator]();
+    this.stream = stream;
+    return stream;
+  }
+
+  private closeStream(): void {
+    clearInterval(this.idleTimer);
+    this.idleTimer = undefined;
+    this.attempt?.abort();
+    this.attempt = null;
+    this.stream = null;
+  }
+
+  private async onStreamError(error: unknown): Promise<void> {
+    const connection = this.connection;
+    this.closeStream();
+    if (this.idleFired) {
+      throw new WatchIdleTimeoutError(`no event for ${this.options.idleTimeoutMs ?? 0} ms`, { reason: "WATCH_IDLE_TIMEOUT" });
+    }
+    if (error instanceof ColossusError && error.code === null) throw error;
+    if (this.watch.stopped() || connection === null) return;
+    const mapped = connection.mapError(error);
+    if (!isRetryable(mapped)) throw mapped;
+    await this.pause(this.core.onRetryableFailure(!isUnreachable(mapped)), mapped, connection);
+  }
+
+  private async onCleanClose(): Promise<void> {
+    const connection = this.connection;
+    this.closeStream();
+    if (this.watch.stopped() || connection === null) return;
+    // A clean close proves nothing until GetRun agrees (S1).
+    const runId = this.core.runId;
+    const run = await connection.read(async () => convert.run((await connection.runs.getRun({ runId }, connection.callOptions(undefined))).run), this.options.signal);
+    if (this.core.onCleanClose(run) === "complete") {
+      this.finished = true;
+      return;
+    }
+    await this.pause(this.core.onRetryableFailure(), null, connection);
   }
 
   private async pause(resume: Resume | null, cause: ColossusError | null, connection: Connection): Promise<void> {
@@ -131,60 +274,7 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
     const info: ReconnectInfo = { runId: this.core.runId, attempt: resume.attempt, delayMs: resume.delayMs, afterSequence: resume.afterSequence, cause };
     connection.options.logger?.info("watch reconnecting", { runId: info.runId, afterSequence: info.afterSequence, attempt: info.attempt, delayMs: Math.round(info.delayMs) });
     this.options.onReconnect?.(info);
-    const signal = this.options.signal === undefined ? this.stop.signal : AbortSignal.any([this.stop.signal, this.options.signal]);
+    const signal = this.options.signal === undefined ? this.watch.stopSignal : AbortSignal.any([this.watch.stopSignal, this.options.signal]);
     await sleep(resume.delayMs, signal).catch(() => undefined);
-  }
-
-  private async *events(): AsyncGenerator<RunEvent, void, undefined> {
-    const core = this.core;
-    const idleMs = this.options.idleTimeoutMs;
-    while (!this.stopped()) {
-      const connection = await this.source.connection();
-      const attempt = new AbortController();
-      const signals = [this.stop.signal, attempt.signal];
-      if (this.options.signal !== undefined) signals.push(this.options.signal);
-      const signal = AbortSignal.any(signals);
-      let idleTimer: NodeJS.Timeout | undefined;
-      const idle = { fired: false };
-      const armIdle = (): void => {
-        if (idleMs === undefined) return;
-        clearTimeout(idleTimer);
-        idleTimer = setTimeout(() => {
-          idle.fired = true;
-          attempt.abort();
-        }, idleMs);
-      };
-      try {
-        armIdle();
-        const stream = connection.runs.watchRun({ runId: core.runId, afterSequence: BigInt(core.lastSequence) }, { signal });
-        for await (const response of stream) {
-          armIdle();
-          const event = response.event;
-          if (event === undefined) continue;
-          const sequence = convert.safeNumber(event.sequence, "event.sequence");
-          const verdict = core.onEvent(event.runId, sequence, event, estimateEventBytes(event), event.payload.case === "terminated");
-          if (verdict === "deliver") yield convert.runEvent(event, sequence);
-        }
-      } catch (error) {
-        if (idle.fired) {
-          throw new WatchIdleTimeoutError(`no event for ${idleMs ?? 0} ms`, { reason: "WATCH_IDLE_TIMEOUT" });
-        }
-        if (error instanceof ColossusError && error.code === null) throw error;
-        if (this.stop.signal.aborted) return;
-        if (this.options.signal?.aborted === true) throw new AbortedError("the watch was aborted by the caller", { code: "CANCELLED", reason: "ABORTED" });
-        const mapped = connection.mapError(error);
-        if (!isRetryable(mapped)) throw mapped;
-        await this.pause(core.onRetryableFailure(!isUnreachable(mapped)), mapped, connection);
-        continue;
-      } finally {
-        clearTimeout(idleTimer);
-        attempt.abort();
-      }
-      if (this.stopped()) return;
-      // A clean close proves nothing until GetRun agrees (S1).
-      const run = await connection.read(async () => convert.run((await connection.runs.getRun({ runId: core.runId }, connection.callOptions(undefined))).run), this.options.signal);
-      if (core.onCleanClose(run) === "complete") return;
-      await this.pause(core.onRetryableFailure(), null, connection);
-    }
   }
 }

@@ -175,7 +175,7 @@ export function openVerifiedSocket(
     }
     return emit(event, ...args);
   };
-  socket.once("error", (error: Error & { code?: string }) => {
+  socket.once("error", (error: Error & { code?: unknown }) => {
     clearTimeout(timer);
     let trust = classifyHandshakeError(error);
     if (trust === null && !verified && tcpConnected) {
@@ -241,9 +241,10 @@ export function classifyServerBytes(bytes: Buffer): TrustError | null {
 }
 
 /** Turns OpenSSL's handshake refusals into the SDK's typed trust errors. */
-export function classifyHandshakeError(error: Error & { code?: string }): TrustError | null {
+export function classifyHandshakeError(error: Error & { code?: unknown }): TrustError | null {
   if (error instanceof TrustError) return error;
-  const code = error.code ?? "";
+  // Errors passed to destroy() by other layers may carry numeric or no codes.
+  const code = typeof error.code === "string" ? error.code : "";
   if (code.includes("PROTOCOL_VERSION") || code.includes("UNSUPPORTED_PROTOCOL") || code.includes("TLSV1_ALERT_PROTOCOL_VERSION")) {
     return new TlsPolicyError("the server does not speak TLS 1.3", { reason: "TLS_VERSION", cause: error });
   }
