@@ -98,7 +98,8 @@ def test_unknown_and_malformed_run_ids(finished):
 
 @pytest.mark.parametrize("command", [
     ["runs", "list"], ["runs", "show", "run_x"], ["runs", "watch", "run_x"],
-    ["journal", "verify"], ["credentials", "list"],
+    ["journal", "verify"], ["credentials", "list"], ["credentials", "revoke", "cred_x"],
+    ["credentials", "rotate", "cred_x", "--bearer-fd", "1"],
 ])
 def test_missing_foreign_and_unsafe_folders(tmp_path, command):
     tmp_path.chmod(0o700)

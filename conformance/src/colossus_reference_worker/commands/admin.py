@@ -132,6 +132,9 @@ def enroll(args: argparse.Namespace, config: WorkerConfig, application_id: str) 
 
 def rotate(args: argparse.Namespace, config: WorkerConfig, credential_id: str) -> int:
     from ..server import open_workspace
+    from .snapshot import check_folder
+
+    check_folder(config.state_dir)  # an existing worker folder: nothing is created here
 
     deliver = delivery_from_args(args)
     check_public_dir(config)
@@ -164,6 +167,9 @@ def rotate(args: argparse.Namespace, config: WorkerConfig, credential_id: str) -
 
 def revoke(args: argparse.Namespace, config: WorkerConfig, credential_id: str) -> int:
     from ..server import open_workspace
+    from .snapshot import check_folder
+
+    check_folder(config.state_dir)  # an existing worker folder: nothing is created here
 
     check_public_dir(config)
     ws = open_workspace(config)

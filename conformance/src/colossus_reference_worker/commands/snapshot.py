@@ -87,7 +87,7 @@ class ReadOnlyJournal(Journal):
         return int(count)
 
 
-def _check_folder(state_dir: Path) -> None:
+def check_folder(state_dir: Path) -> None:
     """The folder exists, is ours, is private, and looks like a worker's state folder."""
     try:
         st = os.stat(state_dir)
@@ -160,7 +160,7 @@ def _worker_stopped(state_dir: Path) -> Iterator[bool]:
 @contextlib.contextmanager
 def open_read_only(state_dir: Path) -> Iterator[tuple[ReadOnlyJournal, bool]]:
     """The state folder's journal, read-only; yields it and whether a worker is serving."""
-    _check_folder(state_dir)
+    check_folder(state_dir)
     key = read_secret(state_dir)
     source = state_dir / JOURNAL_FILE
     with contextlib.ExitStack() as stack:
