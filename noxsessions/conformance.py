@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_SESSIONS = ["conformance_lint", "conformance_selftest", "conformance"]
 LINT_PINS = ROOT / "noxsessions" / "requirements-conformance-lint.txt"
-RUNNER_PATHS = ["src/colossus_conformance", "clients/python", "tests/runner"]
+RUNNER_PATHS = ["src/colossus_conformance", "clients/python", "clients/python-async", "tests/runner"]
 
 
 @nox.session

@@ -335,7 +335,9 @@ class Suite:
                     if len(live) != len(roles):
                         results.append(
                             self._emit(
-                                CaseResult(column, case.id, case.group, case.level, NOT_RUN, reason="a client died")
+                                CaseResult(
+                                    column, case.id, case.group, case.level, NOT_RUN, reason="a client died"
+                                )
                             )
                         )
                         continue
@@ -403,7 +405,9 @@ class Suite:
         exchange = Exchange("ok")
         involved = list({id(c): c for c in [client, *(roles or {}).values()]}.values())
         log_offsets = {id(c): _size(c.log_path) for c in involved}
-        for index, segment in enumerate(split_segments(prepared.instruction["steps"], by_role=roles is not None)):
+        for index, segment in enumerate(
+            split_segments(prepared.instruction["steps"], by_role=roles is not None)
+        ):
             if segment.action is not None:
                 # A runner action between two client segments (a worker restart).
                 try:
