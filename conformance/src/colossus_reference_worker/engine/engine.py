@@ -22,9 +22,10 @@ from .._gen.colossus.api.v1alpha1 import CreateRunRequest, RespondInteractionReq
 from ..auth import require_scope
 from ..config import WorkerConfig
 from ..credentials import Principal, new_id
-from ..errors import ApiError, exhausted, invalid, run_not_found, unavailable
-from ..journal import Journal
+from ..errors import ApiError, JournalIntegrityError, exhausted, invalid, run_not_found, unavailable
+from ..journal import Journal, Record
 from .driver import RunDriver
+from .frames import FrameCache
 from .hub import ChangeHub
 from .limits import CreateRateLimiter, Gate
 from .listing import list_runs
@@ -33,8 +34,12 @@ from .pagination import TokenCodec
 from .recovery import mark_clean_stop, recover
 from .runs import EventLimitReached, FullRun, RunStore, RunTail, now_us
 from .validation import OPAQUE_ID, ArtifactLookup, validate_create
+from .wire import encode_watch_response
 
 log = logging.getLogger(__name__)
+
+# Encoded watch frames kept for replays (a bound of the worker's own, advertised nowhere).
+FRAME_CACHE_BYTES = 8 * 1024 * 1024
 
 _INTERACTION_SEQUENCE = re.compile(r"[1-9][0-9]{0,8}")
 
@@ -66,6 +71,7 @@ class RunEngine:
                           "max_concurrent_list_runs_per_application", "concurrent ListRuns calls")
         self.tokens = TokenCodec(token_key)
         self.hub = ChangeHub()
+        self.frames = FrameCache(FRAME_CACHE_BYTES)
         self.active: dict[str, set[str]] = defaultdict(set)
         self.drivers: dict[str, RunDriver] = {}
         self.closing = False
@@ -266,6 +272,53 @@ class RunEngine:
             if self.closing:
                 raise unavailable()
             await wake.wait()
+
+    async def watch_frames(self, run_id: str, after: int) -> AsyncIterator[list[bytes]]:
+        """Like :meth:`watch`, but encoded ``WatchRunResponse`` frames, in batches.
+
+        Each wake verifies the run only beyond its checkpoint, then serves the new
+        events' frames from the frame cache when it holds them anchored at the
+        verified head, else reads, checks and encodes them (filling the cache).
+        """
+        sent = after
+        while True:
+            wake = self.hub.current(run_id)
+            checked = self.store.checked(run_id)
+            if checked is None:
+                raise run_not_found()
+            full, last = checked
+            top = full.state["last_sequence"]
+            if top > sent:
+                yield self._frames(run_id, sent + 1, top, last)
+                sent = top
+            if full.state["status"] in TERMINAL:
+                self.hub.forget(run_id)
+                return
+            if self.closing:
+                raise unavailable()
+            await wake.wait()
+
+    def _frames(self, run_id: str, first: int, last: int, head: Record) -> list[bytes]:
+        """Frames of events ``first..last``; ``head`` is the verified record of ``last``."""
+        epoch = self.store.journal.trust_epoch()
+        cached = self.frames.slice(run_id, first, last, head.hash, epoch)
+        if cached is not None:
+            return cached
+        # Read on from the end of what is cached (keeping the cache contiguous), or
+        # just the asked range when nothing is.
+        have, have_hash = self.frames.extent(run_id, epoch)
+        start = have + 1 if 0 < have < last else first
+        prefix: list[bytes] = []
+        if start > first:
+            assert have_hash is not None
+            prefix = self.frames.slice(run_id, first, have, have_hash, epoch) or []
+        records = self.store.journal.range(f"run:{run_id}", start + 1, last + 1)
+        if (len(records) != last - start + 1 or records[-1].hash != head.hash
+                or (have and start == have + 1 and records[0].prev_hash != have_hash)):
+            raise JournalIntegrityError(f"run:{run_id} changed while it was read")
+        frames = [encode_watch_response(run_id, rec.payload) for rec in records]
+        self.frames.extend(run_id, start, frames, [rec.hash for rec in records], epoch)
+        return prefix + frames[max(0, first - start):]
 
     # --- CancelRun ----------------------------------------------------------------------------------
 

@@ -8,7 +8,9 @@
 * ``CANCELLING`` runs become ``CANCELLED``;
 * runs that may have started an effect become ``OUTCOME_UNKNOWN``.
 
-Each run is read in full (and so verified); one that fails verification is
+Only runs in the open-run index (kept with every append) are visited, so the
+cost follows unfinished work, not history. Each is read in full (and so
+verified, which also sets its read checkpoint); one that fails verification is
 logged and left unreadable instead of stopping the worker.
 """
 
@@ -58,7 +60,7 @@ def recover(engine: RunEngine) -> dict[str, int]:
     """Settle or resume every run a previous process left non-terminal."""
     counts: dict[str, int] = defaultdict(int)
     clean = _last_stop_was_clean(engine)
-    for run_id in engine.store.all_run_ids():
+    for run_id in engine.store.live_run_ids():
         try:
             counts[_recover_one(engine, run_id, clean)] += 1
         except JournalIntegrityError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from grpclib.const import Status
 
 from ..errors import ApiError, JournalIntegrityError
 from ..journal import ConcurrencyConflict, Journal, Record
-from .model import Event, State, apply, initial_state, is_reserved, replay_check
+from .model import TERMINAL, Event, State, apply, initial_state, is_reserved, replay_check
 
 
 class EventLimitReached(Exception):
@@ -50,9 +51,28 @@ class FullRun:
     state: State
 
 
+# How many runs keep a verification checkpoint (least recently read dropped first).
+CHECKPOINTS_KEPT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A run verified from its creation record up to ``last`` while the journal's
+    trust epoch was ``epoch``: later reads check only what follows ``last``."""
+
+    epoch: int
+    last: Record
+    creation: dict[str, Any]
+    state: State
+
+
 class RunStore:
     def __init__(self, journal: Journal, max_events: int, reserved: int) -> None:
         self._journal = journal
+        self._checkpoints: OrderedDict[str, Checkpoint] = OrderedDict()
+        if journal.open_index_created:
+            journal.open_index_created = False
+            self._index_open_runs()
         self.max_events = max_events
         self.reserved = reserved
 
@@ -75,6 +95,7 @@ class RunStore:
                 None,
             )
             self._journal.append(f"run:{run_id}", 1, "run.created", creation, None)
+            self._journal.mark_open(f"run:{run_id}", True)
             owner = f"owner:{app}"
             head = self._journal.head(owner)
             self._journal.append(
@@ -156,7 +177,11 @@ class RunStore:
         if private:
             payload["private"] = private
         try:
-            self._journal.append(f"run:{run_id}", tail.head.version + 1, "run.event", payload, tail.head)
+            with self._journal.transaction():
+                self._journal.append(f"run:{run_id}", tail.head.version + 1, "run.event", payload,
+                                     tail.head)
+                if new_state["status"] in TERMINAL:
+                    self._journal.mark_open(f"run:{run_id}", False)
         except ConcurrencyConflict:
             raise ApiError(
                 Status.UNAVAILABLE, "UNAVAILABLE", "the run changed concurrently; try again"
@@ -166,23 +191,51 @@ class RunStore:
     # --- full, verified reads --------------------------------------------------------------
 
     def full(self, run_id: str, with_events: bool = True) -> FullRun | None:
-        records = self._journal.read_stream(f"run:{run_id}")
-        first = next(records, None)
-        if first is None:
-            return None
-        creation = first.payload
-        state: State = initial_state(creation["create_time"])
-        if creation["state"] != state:
-            raise JournalIntegrityError("creation record carries a foreign projection")
+        """The run verified to its sealed head.
+
+        Without events, a run verified before (and unchanged from outside since)
+        is checked only beyond its :class:`Checkpoint`, so the cost follows the
+        tail; with events every record is read and checked again.
+        """
+        checked = self.checked(run_id, with_events)
+        return None if checked is None else checked[0]
+
+    def checked(self, run_id: str, with_events: bool = False) -> tuple[FullRun, Record] | None:
+        """:meth:`full` and the newest verified record (its hash anchors cached replies)."""
+        stream = f"run:{run_id}"
+        epoch = self._journal.trust_epoch()
+        mark = None if with_events else self._checkpoints.get(run_id)
+        if mark is not None and mark.epoch == epoch:
+            self._checkpoints.move_to_end(run_id)
+            records = self._journal.read_stream(stream, start_after=mark.last)
+            creation, state, last = mark.creation, mark.state, mark.last
+        else:
+            records = self._journal.read_stream(stream)
+            first = next(records, None)
+            if first is None:
+                return None
+            creation, last = first.payload, first
+            state = initial_state(creation["create_time"])
+            if creation["state"] != state:
+                raise JournalIntegrityError("creation record carries a foreign projection")
         events: list[dict[str, Any]] = []
         for rec in records:
             payload = rec.payload
             if payload.get("seq") != rec.version - 1:
                 raise JournalIntegrityError("event sequence does not match its position")
             state = replay_check(state, payload)
+            last = rec
             if with_events:
                 events.append(payload)
-        return FullRun(creation, events, state)
+        if not self._journal.in_transaction:  # a rollback could still take these back
+            self._remember(run_id, Checkpoint(epoch, last, creation, state))
+        return FullRun(creation, events, state), last
+
+    def _remember(self, run_id: str, mark: Checkpoint) -> None:
+        self._checkpoints[run_id] = mark
+        self._checkpoints.move_to_end(run_id)
+        while len(self._checkpoints) > CHECKPOINTS_KEPT:
+            self._checkpoints.popitem(last=False)
 
     def events_after_iter(self, run_id: str, after: Record | None) -> Iterator[Record]:
         """Verified records following ``after`` (watches keep the chain as they go)."""
@@ -203,6 +256,22 @@ class RunStore:
 
     def owner_range(self, application_id: str, first: int, last: int) -> list[Record]:
         return self._journal.range(f"owner:{application_id}", first, last)
+
+    def live_run_ids(self) -> list[str]:
+        """Runs not yet terminal, oldest first, from the index kept with every append."""
+        return [s.removeprefix("run:") for s in self._journal.open_streams("run:")]
+
+    def _index_open_runs(self) -> None:
+        """Fill the open-run index of a journal written before it existed (one full scan)."""
+        with self._journal.transaction():
+            for run_id in self.all_run_ids():
+                try:
+                    tail = self.tail(run_id)
+                    finished = tail is not None and tail.state["status"] in TERMINAL
+                except JournalIntegrityError:
+                    finished = False  # start-up recovery reports it
+                if not finished:
+                    self._journal.mark_open(f"run:{run_id}", True)
 
     def all_run_ids(self) -> list[str]:
         return [s.removeprefix("run:") for s in self._journal.streams_with_prefix("run:", "run.created")]

@@ -29,7 +29,6 @@ from ..codec import read_request
 from ..credentials import Principal
 from ..engine import views
 from ..engine.engine import RunEngine
-from ..engine.wire import encode_watch_response
 from ..hooks import WatchContext, WorkerHooks
 from ..wire_guard import check_create_run, check_list_runs
 from .pipeline import Pipeline
@@ -81,9 +80,10 @@ class RunService:
             hooks = self._pipeline.hooks
             hooks.on_watch(ctx)
             if type(hooks).wrap_watch is WorkerHooks.wrap_watch:
-                # Nobody rewrites the stream: send pre-encoded events.
-                async for payload in self._engine.watch(req.run_id, req.after_sequence):
-                    yield encode_watch_response(req.run_id, payload)
+                # Nobody rewrites the stream: send pre-encoded (often cached) frames.
+                async for frames in self._engine.watch_frames(req.run_id, req.after_sequence):
+                    for frame in frames:
+                        yield frame
                 return
 
             async def events() -> AsyncIterator[RunEvent]:

@@ -56,6 +56,13 @@ CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
 BEGIN SELECT RAISE(ABORT, 'journal records are append-only'); END;
 """
 
+# Streams whose work is not finished (non-terminal runs), kept in the same
+# transaction as the appends that open and finish them, so start-up reads only
+# these instead of every stream ever written.
+_OPEN_SCHEMA = """
+CREATE TABLE IF NOT EXISTS open_streams (stream TEXT PRIMARY KEY);
+"""
+
 _COLUMNS = "stream, version, kind, payload, prev_hash, hash"
 
 
@@ -103,8 +110,14 @@ class Journal:
             # OS crash or power loss cannot take back a run or idempotency claim the
             # client was told about. NORMAL would only survive a process kill.
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA + HEADS_SCHEMA)
+            # A journal from before the index learns its open streams from a full scan, once.
+            self.open_index_created = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'open_streams'").fetchone() is None
+            self._db.executescript(_SCHEMA + HEADS_SCHEMA + _OPEN_SCHEMA)
             self._check_checkpoint()
+        # What this process last saw of the files; see :meth:`trust_epoch`.
+        self._epoch = 0
+        self._seen = self._fingerprint()
 
     def close(self) -> None:
         self._db.close()
@@ -120,6 +133,40 @@ class Journal:
             if translated is exc:
                 raise
             raise translated from None
+
+    # --- outside changes --------------------------------------------------------------
+
+    def _fingerprint(self) -> tuple[Any, ...]:
+        """SQLite's count of other connections' commits, and the files' identity."""
+        (data_version,) = self._sql("PRAGMA data_version").fetchone()
+        stats: list[tuple[int, int, int] | None] = []
+        for name in (self._path, Path(f"{self._path}-wal")):
+            try:
+                st = os.stat(name)
+            except FileNotFoundError:
+                stats.append(None)
+            else:
+                stats.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return data_version, *stats
+
+    def trust_epoch(self) -> int:
+        """A number that changes whenever something other than this object wrote the files.
+
+        Readers that verified records once may trust them while the epoch stays
+        the same; a commit by another connection (say, one that dropped the
+        append-only triggers) or any other write to the database or its WAL
+        changes it, and then every earlier verification counts for nothing.
+        """
+        seen = self._fingerprint()
+        if seen != self._seen:
+            self._seen = seen
+            self._epoch += 1
+        return self._epoch
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether appends may still be rolled back (do not remember what they wrote)."""
+        return self._in_tx
 
     def _sql(self, query: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
         with self._sqlite_errors():
@@ -193,6 +240,7 @@ class Journal:
         try:
             yield
             self._sql("COMMIT")
+            self._seen = self._fingerprint()
         except BaseException:
             # A failed COMMIT (a full disk, say) leaves the transaction open; a failed
             # statement may already have rolled it back.
@@ -336,6 +384,25 @@ class Journal:
                     raise JournalIntegrityError(f"broken chain in {stream}@{rec.version}")
                 yield rec
                 prev, version = rec, rec.version
+
+    def mark_open(self, stream: str, is_open: bool) -> None:
+        """Add ``stream`` to, or drop it from, the index of open streams (inside the
+        transaction of the append that opens or finishes it)."""
+        if is_open:
+            self._sql("INSERT OR IGNORE INTO open_streams (stream) VALUES (?)", (stream,))
+        else:
+            self._sql("DELETE FROM open_streams WHERE stream = ?", (stream,))
+
+    def open_streams(self, prefix: str) -> list[str]:
+        """Streams marked open whose names start with ``prefix``, oldest first."""
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = self._sql(
+            "SELECT o.stream FROM open_streams o JOIN records r "
+            "ON r.stream = o.stream AND r.version = 1 "
+            "WHERE o.stream >= ? AND o.stream < ? ORDER BY r.position",
+            (prefix, upper),
+        ).fetchall()
+        return [r[0] for r in rows]
 
     def streams_with_prefix(self, prefix: str, kind: str) -> list[str]:
         """Names of streams whose first record has ``kind`` (start-up scans only)."""
