@@ -29,10 +29,10 @@ def trust_clean_close(self, run):
     return CloseAction.COMPLETE
 
 
-def leaky_load_bearer(self):
-    # Logs the secret it hands out, as a careless provider might.
-    bearer = original_load_bearer(self)
-    print(f"loaded bearer {bearer}", file=sys.stderr)
+def leaky_load_bearer(provider):
+    # Logs the secret it loaded, as a careless connect path might.
+    bearer = original_load_bearer(provider)
+    print(f"loaded bearer {bearer.reveal()}", file=sys.stderr)
     return bearer
 
 
@@ -71,10 +71,10 @@ elif MUTANT == "retry-mutations":
 
     _runs.call_mutation_sync = retrying_call
 elif MUTANT == "bearer-in-log":
-    import colossus
+    from colossus import _connection
 
-    original_load_bearer = colossus.InMemoryCredentialProvider.load_bearer
-    colossus.InMemoryCredentialProvider.load_bearer = leaky_load_bearer
+    original_load_bearer = _connection.load_bearer
+    _connection.load_bearer = leaky_load_bearer
 else:
     raise SystemExit(f"unknown mutant {MUTANT}")
 
