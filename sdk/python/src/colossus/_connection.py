@@ -51,7 +51,6 @@ log = logging.getLogger("colossus")
 
 API_PACKAGE: Final = "colossus.api.v1alpha1"
 API_MAJOR: Final = 1
-_REQUEST_HEADROOM: Final = 64 * 1024
 # grpc_connectivity_state READY in grpcio's core (stable since the C core's first release).
 _READY: Final = 2
 _POLL_SECONDS: Final = 0.25
@@ -144,14 +143,18 @@ DEFAULT: Any = _Default()
 
 
 def _caps(options: ClientOptions, info: ServerInfo | None) -> tuple[int, int]:
+    """The channel's (receive, send) caps in bytes.
+
+    Before ``GetServerInfo`` both are the client's own response cap. Afterwards only a
+    narrower advertised response cap changes them (and so needs a new channel): the
+    worker's request cap is enforced before sending by ``check_size`` and the upload
+    chunking, so the channel's send cap is just a backstop and a different advertised
+    request cap is no reason to build a second channel.
+    """
     receive = options.max_response_bytes
-    send = receive
-    if info is not None:
-        if info.limits.max_response_bytes:
-            receive = min(receive, info.limits.max_response_bytes)
-        if info.limits.max_request_bytes:
-            send = info.limits.max_request_bytes + _REQUEST_HEADROOM
-    return receive, send
+    if info is not None and info.limits.max_response_bytes:
+        receive = min(receive, info.limits.max_response_bytes)
+    return receive, max(receive, options.max_response_bytes)
 
 
 # --- sync -------------------------------------------------------------------------------

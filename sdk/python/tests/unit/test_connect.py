@@ -139,6 +139,41 @@ def test_request_cap_is_enforced_locally(fake: FakeWorker, api_dir: Path) -> Non
     assert "CreateRun" not in fake.methods()
 
 
+def _count_channels(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    from colossus._transport import _channel
+
+    built: list[int] = []
+    real = _channel.sync_channel
+
+    def counting(*args: object, **kwargs: object) -> grpc.Channel:
+        built.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_channel, "sync_channel", counting)
+    return built
+
+
+def test_connect_builds_one_channel_when_the_request_cap_differs(
+    fake: FakeWorker, api_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.b.limits["max_request_bytes"] = 1000
+    built = _count_channels(monkeypatch)
+    with colossus.Client.connect(daemon_options(fake, api_dir)) as client:
+        assert client.server_info.limits.max_request_bytes == 1000
+    assert len(built) == 1
+    assert fake.methods() == ["GetServerInfo"]
+
+
+def test_a_narrower_advertised_response_cap_rebuilds_the_channel(
+    fake: FakeWorker, api_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake.b.limits["max_response_bytes"] = 2000
+    built = _count_channels(monkeypatch)
+    with colossus.Client.connect(daemon_options(fake, api_dir)):
+        pass
+    assert len(built) == 2
+
+
 def test_closed_client_refuses_calls(client: colossus.Client) -> None:
     client.close()
     with pytest.raises(colossus.ClientClosedError):
