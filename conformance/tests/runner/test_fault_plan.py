@@ -1,0 +1,105 @@
+"""The fault kinds this suite added (docs/fault-control.md): parsing and reply rewrites."""
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from colossus_reference_worker.faults.plan import FaultSpecError, parse_plan
+from colossus_reference_worker.faults.replies import (
+    ReplyFault,
+    alter_upload,
+    repeat_page,
+    rewrite_download,
+)
+from colossus_reference_worker.faults.sidecar_wrapper import rewrite_reply
+
+
+class Reply(SimpleNamespace):
+    """Stands in for a DownloadArtifactResponse: either metadata or a chunk."""
+
+    def __init__(self, chunk=None, artifact=None):
+        super().__init__(chunk=chunk, artifact=artifact)
+
+
+def test_new_kinds_parse():
+    plan = parse_plan(
+        [
+            {"kind": "download", "mode": "fail", "after_chunks": 2, "code": "INTERNAL"},
+            {"kind": "upload_reply", "mode": "digest"},
+            {"kind": "list_runs_repeat"},
+            {"kind": "resend_before_cursor", "watch": 2},
+            {"kind": "server_info", "limits": {"max_request_bytes": 65536}},
+        ]
+    )
+    assert [f.kind for f in plan.replies] == ["download", "upload_reply", "list_runs_repeat"]
+    assert plan.replies[0].after_chunks == 2
+    assert plan.replies[2].from_call == 2
+    assert plan.watch[0].kind == "resend_before_cursor" and plan.watch[0].watch == 2
+    assert plan.server_info is not None and plan.server_info.limits == (("max_request_bytes", 65536),)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"kind": "download", "mode": "melt"},
+        {"kind": "download", "mode": "corrupt", "after_chunks": 1},
+        {"kind": "upload_reply", "mode": "size", "extra": 1},
+        {"kind": "server_info", "limits": {"max_watches": 1}},
+        {"kind": "server_info", "limits": {"max_request_bytes": 0}},
+    ],
+)
+def test_bad_new_faults_are_refused(fault):
+    with pytest.raises(FaultSpecError):
+        parse_plan([fault])
+
+
+def _download(fault, chunks):
+    async def replies():
+        yield Reply(artifact="meta")
+        for chunk in chunks:
+            yield Reply(chunk=chunk)
+
+    async def collect():
+        out = []
+        async for reply in rewrite_download(fault, replies(), lambda code, reason: RuntimeError(code)):
+            out.append(reply)
+        return out
+
+    return asyncio.run(collect())
+
+
+def test_download_rewrites():
+    chunks = [b"abc", b"def"]
+    corrupt = _download(ReplyFault("download", mode="corrupt"), chunks)
+    assert corrupt[0].artifact == "meta" and corrupt[1].chunk != b"abc" and len(corrupt[1].chunk) == 3
+    assert b"".join(r.chunk for r in _download(ReplyFault("download", mode="short"), chunks)[1:]) == b"abcde"
+    assert (
+        b"".join(r.chunk for r in _download(ReplyFault("download", mode="long"), chunks)[1:]) == b"abcdef\x00"
+    )
+    with pytest.raises(RuntimeError):
+        _download(ReplyFault("download", mode="fail", after_chunks=1), chunks)
+
+
+def test_upload_and_list_runs_rewrites():
+    reply = SimpleNamespace(artifact=SimpleNamespace(size_bytes=5, sha256="0" * 64))
+    assert alter_upload(ReplyFault("upload_reply", mode="size"), reply).artifact.size_bytes == 6
+    assert alter_upload(ReplyFault("upload_reply", mode="digest"), reply).artifact.sha256 == "1" + "0" * 63
+    assert reply.artifact.size_bytes == 5  # the handler's own reply is not modified
+
+    class Page(SimpleNamespace):
+        pass
+
+    page = Page(runs=["r"], next_page_token="next")
+    repeated = repeat_page(SimpleNamespace(page_token="tok"), page)
+    assert repeated.runs == [] and repeated.next_page_token == "tok"
+    assert repeat_page(SimpleNamespace(page_token=""), page) is page
+
+
+def test_bootstrap_reply_rewrites():
+    reply = {"endpoint": "https://127.0.0.1:1", "certificate_sha256": "c" * 64, "bearer": "b" * 40}
+    assert rewrite_reply("reply-endpoint-localhost", reply)["endpoint"] == "https://localhost:1"
+    assert rewrite_reply("reply-other-pin", reply)["certificate_sha256"] == "ab" * 32
+    assert rewrite_reply("reply-bad-bearer", reply)["bearer"] == "too short"
+    assert rewrite_reply("reply-extra-member", reply)["debug"] is True
+    assert reply["bearer"] == "b" * 40
