@@ -230,19 +230,24 @@ class Outcome:
         return bool(self.killed_by)
 
 
-def make_copy(mutants: MutantList, scratch: Path) -> Path:
+def make_copy(mutants: MutantList, scratch: Path, source: Path | None = None) -> Path:
     """A fresh copy of the SDK source: only ``include`` (default: everything), without
-    ``ignore``d entries, with ``link``ed ones shared with the original."""
+    ``ignore``d entries, with ``link``ed ones shared with the original.
+
+    ``source`` (default: the list's source folder) is the snapshot the harness took at
+    start, so an SDK edited while the harness runs does not change mutants mid-run.
+    """
+    origin = source or mutants.source
     copy = scratch / "sdk"
     if copy.exists():
         shutil.rmtree(copy)
     copy.mkdir()
     skipped = set(mutants.ignore) | set(mutants.link)
-    names = mutants.include or tuple(sorted(p.name for p in mutants.source.iterdir()))
+    names = mutants.include or tuple(sorted(p.name for p in origin.iterdir()))
     for name in names:
         if name in skipped:
             continue
-        source = mutants.source / name
+        source = origin / name
         if source.is_dir():
             shutil.copytree(source, copy / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
         elif source.exists():
@@ -395,8 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="colossus-mutants-"))
     results_dir = (args.results_dir or suite_dir / "results").resolve()
     try:
+        # One snapshot of the SDK for the whole run; every mutant starts from it.
+        snapshot = make_copy(mutants, scratch).rename(scratch / "snapshot")
         for m in chosen:  # every mutant must still apply before anything runs
-            m.apply(make_copy(mutants, scratch))
+            m.apply(make_copy(mutants, scratch, snapshot))
         print(f"{len(chosen)} mutants apply to {mutants.source}")
         if args.check:
             return 0
@@ -418,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             for column in columns:
                 sdks.build(clients[column])
             for m in chosen:
-                copy = make_copy(mutants, scratch)
+                copy = make_copy(mutants, scratch, snapshot)
                 m.apply(copy)
                 for command in mutants.build:
                     subprocess.run([expand(a, copy) for a in command], cwd=copy, check=True)
