@@ -182,3 +182,19 @@ def test_watch_of_a_stopped_unfinished_run_waits_for_the_worker(make_worker):
             watch.wait()
     assert watch.returncode == 0
     assert out.splitlines()[-1].split()[2:] == ["terminated", "CANCELLED"]
+
+
+def test_read_only_journal_keeps_every_attribute_of_a_journal(tmp_path):
+    """ReadOnlyJournal skips Journal.__init__ (which writes); it must still set all it sets."""
+    from colossus_reference_worker.commands.snapshot import ReadOnlyJournal
+    from colossus_reference_worker.journal import Journal
+
+    path = tmp_path / "journal.sqlite3"
+    key = b"k" * 32
+    writable = Journal(path, key)
+    read_only = ReadOnlyJournal(path, key, uri=path.as_uri() + "?mode=ro")
+    try:
+        assert set(vars(read_only)) == set(vars(writable))
+    finally:
+        read_only.close()
+        writable.close()

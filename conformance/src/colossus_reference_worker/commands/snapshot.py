@@ -61,6 +61,11 @@ class ReadOnlyJournal(Journal):
             # snapshot, even while a serving worker appends.
             self._db.execute("BEGIN")
             self._check_checkpoint()
+        # Attributes Journal.__init__ would set; this object never writes, so it never
+        # builds the open-run index and its view of the files never moves.
+        self.open_index_created = False
+        self._epoch = 0
+        self._seen = self._fingerprint()
 
     def _check_checkpoint(self) -> None:
         count, position = self._db.execute(
