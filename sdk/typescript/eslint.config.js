@@ -13,6 +13,8 @@ export default tseslint.config(
     rules: {
       // Numbers and booleans in log and error text are intended.
       "@typescript-eslint/restrict-template-expressions": ["error", { allowNumber: true, allowBoolean: true }],
+      // `for await (const _ of stream)` counts items; underscore names are deliberate.
+      "@typescript-eslint/no-unused-vars": ["error", { varsIgnorePattern: "^_", argsIgnorePattern: "^_" }],
     },
   },
   {
