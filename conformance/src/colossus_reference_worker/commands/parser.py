@@ -85,7 +85,7 @@ def build() -> Parser:
     dev = _sub(subs, "dev", "serve a development worker: private folder, an enrolled "
                "application, and connection snippets for each SDK", f"""
         {PROG} dev                              # bearer stored in the OS keyring
-        {PROG} dev --bearer-fd 3 3>bearer.txt  # headless: bearer to a pipe or file
+        {PROG} dev --bearer-fd 3 3> >(my-secret-store put dev-app)  # headless: a pipe
         {PROG} dev --print-bearer-insecurely    # shows the bearer on the terminal
         """, level="INFO")
     dev.add_argument("--public-api-dir", type=Path, metavar="DIR",
@@ -110,7 +110,7 @@ def build() -> Parser:
         {PROG} enroll my-app --public-api-dir ~/colossus --scope runs:execute \\
             --scope runs:read --role default --keyring-service colossus
         {PROG} enroll my-app --public-api-dir ~/colossus --scope runs:read \\
-            --role default --bearer-fd 3 3>&1 --json
+            --role default --json --bearer-fd 3 3> >(my-secret-store put my-app)
         """)
     enroll.add_argument("application", metavar="APP", help="application ID ([A-Za-z0-9_-]{1,64})")
     add_folder_flags(enroll)
