@@ -6,8 +6,6 @@
 import { ProtocolViolationError } from "./errors.js";
 import type { Run, RunPage } from "./models.js";
 
-/** Empty pages with the same token in a row before the traversal is declared stuck. */
-const MAX_STALLED_PAGES = 64;
 
 export class RunPager implements AsyncIterable<Run> {
   /** @internal */
@@ -19,17 +17,15 @@ export class RunPager implements AsyncIterable<Run> {
   /** Every page in order, starting at the given token. Each page is one `ListRuns` call. */
   async *pages(): AsyncGenerator<RunPage, void, undefined> {
     let token = this.startToken;
-    let stalled = 0;
     for (;;) {
       const page = await this.fetchPage(token);
+      // A token binds the resume position, so an empty page that hands back the token it
+      // was asked with made no progress: following it would loop forever.
+      if (page.runs.length === 0 && page.nextPageToken !== "" && page.nextPageToken === token) {
+        throw new ProtocolViolationError("ListRuns answered an empty page with the same continuation token", { reason: "PAGINATION_STALLED" });
+      }
       yield page;
       if (page.nextPageToken === "") return;
-      if (page.runs.length === 0 && page.nextPageToken === token) {
-        stalled += 1;
-        if (stalled >= MAX_STALLED_PAGES) {
-          throw new ProtocolViolationError("ListRuns keeps returning an empty page with the same token", { reason: "PAGINATION_STALLED" });
-        }
-      } else stalled = 0;
       token = page.nextPageToken;
     }
   }
