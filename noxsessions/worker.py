@@ -2,10 +2,14 @@
 
     worker_tests  pytest conformance/tests/worker: the worker as a real subprocess over
                   real TLS, driven with the SDK's raw grpcio stubs
+    worker_fuzz   hypothesis over raw request bytes per RPC (bounded: 150 examples per RPC,
+                  15 s per example), asserting no INTERNAL and no journal write when refused
     worker_lint   ruff and mypy --strict on the worker package (not the generated _gen,
                   nor the faults/artifacts/sidecar modules linted with their own sessions)
     bench_worker  prints CreateRun latency, watch replay throughput and memory with 64
                   live watches; `./noxw -s bench_worker -- --creates 50` for a quick run
+    bench_stall   prints how long costly requests of one application delay another
+                  application's GetServerInfo (issue 11's stall figure)
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ PINS = ROOT / "conformance/requirements-test.txt"
 # Modules of the worker package that other sessions own.
 _OTHERS = ("_gen", "faults", "artifacts", "sidecar")
 
-DEFAULT_SESSIONS = ["worker_lint", "worker_tests"]
+DEFAULT_SESSIONS = ["worker_lint", "worker_tests", "worker_fuzz"]
 
 
 def _install(session: nox.Session) -> None:
@@ -38,6 +42,16 @@ def worker_tests(session: nox.Session) -> None:
 
 
 @nox.session
+def worker_fuzz(session: nox.Session) -> None:
+    """Fuzz every RPC with raw request bytes against a real worker (bounded)."""
+    _install(session)
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "-q", "--timeout", "300",
+        str(ROOT / "conformance/tests/worker/fuzz_requests.py"), *session.posargs,
+    )
+
+
+@nox.session
 def worker_lint(session: nox.Session) -> None:
     """ruff (rules in conformance/pyproject.toml) and mypy --strict."""
     _install(session)
@@ -49,6 +63,13 @@ def worker_lint(session: nox.Session) -> None:
         "mypy", "--strict", "--config-file", str(ROOT / "conformance/pyproject.toml"),
         "--exclude", "|".join(f"{name}/" for name in _OTHERS), str(package),
     )
+
+
+@nox.session
+def bench_stall(session: nox.Session) -> None:
+    """Print the longest delay a costly request causes to another application."""
+    _install(session)
+    session.run("python", str(ROOT / "conformance/tests/worker/bench_stall.py"), *session.posargs)
 
 
 @nox.session

@@ -74,11 +74,11 @@ class RawClient:
         self.outcomes: dict[int, Outcome] = {}
         self.goaway = False
         self.server_max_streams: int | None = None
+        self._acked = False
+        self._ping_acked: list[bool] = []
         self._flush()
         # Wait for the server's settings and its ack of ours, so limits are in force.
         self.pump(lambda: self.server_max_streams is not None and self._acked)
-
-    _acked = False
 
     def _flush(self) -> None:
         data = self.conn.data_to_send()
@@ -162,8 +162,6 @@ class RawClient:
         self.conn.ping(b"roundtrp")
         self._flush()
         self.pump(lambda: bool(acked))
-
-    _ping_acked: list[bool] = []
 
     def reset(self, stream_id: int) -> None:
         self.conn.reset_stream(stream_id)

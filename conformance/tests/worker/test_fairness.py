@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 
-from conftest import pb
 from raw_h2 import RawClient, frame
 from test_hostile_input import RUNS, SYSTEM, UNKNOWN_FLOOD
+
+from conftest import pb
 
 PATIENCE = 10  # seconds; the defects held app2 for 30 s or longer
 

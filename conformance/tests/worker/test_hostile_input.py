@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from conftest import pb, script
 from raw_h2 import RawClient, frame
+
+from conftest import pb, script
 
 RUNS = "/colossus.api.v1alpha1.RunService/"
 SYSTEM = "/colossus.api.v1alpha1.SystemService/GetServerInfo"

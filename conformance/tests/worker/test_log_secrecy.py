@@ -16,10 +16,11 @@ import subprocess
 import sys
 
 import grpc
-from conftest import Client, Worker, pb, script
-
 from colossus.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
+
 from colossus_reference_worker.logsetup import redact
+
+from conftest import Client, Worker, pb, script
 
 WORKER = [sys.executable, "-m", "colossus_reference_worker.cli"]
 # An issued bearer, or anything after the Bearer scheme name that is not the redaction mark.

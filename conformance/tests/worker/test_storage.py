@@ -21,13 +21,14 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import Client, Worker, pb, script
+from colossus.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
 from storage_env import fill, namespace_prefix, run_read_only, start_on_tmpfs
 
-from colossus.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
 from colossus_reference_worker.config import Limits, WorkerConfig
 from colossus_reference_worker.credentials import Grant
 from colossus_reference_worker.server import start_worker
+
+from conftest import Client, pb, script
 
 S = pb.runs
 EXIT_STATE, EXIT_INTEGRITY = 4, 6

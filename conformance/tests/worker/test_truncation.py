@@ -15,6 +15,7 @@ import sys
 
 import grpc
 import pytest
+
 from conftest import ROOMY, expect_error, pb, script
 
 S = pb.runs
