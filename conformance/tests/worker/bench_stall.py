@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from raw_h2 import RawClient, frame  # noqa: E402
-from test_hostile_input import RUNS, UNKNOWN_FLOOD, string, text_part  # noqa: E402
+from raw_h2 import RawClient, frame
+from test_hostile_input import RUNS, UNKNOWN_FLOOD, string, text_part
 
-from conftest import ROOMY, Worker, pb  # noqa: E402
+from conftest import ROOMY, Worker, pb
 
 MIB = 1 << 20
 PAYLOADS = {
