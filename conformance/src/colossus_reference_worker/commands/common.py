@@ -24,8 +24,10 @@ EXIT_NOT_FOUND = 7
 EXIT_CODES = (
     f"exit codes: {EXIT_OK} ok; {EXIT_USAGE} bad command line; {EXIT_LOCKED} state folder in "
     f"use by a running worker; {EXIT_STATE} state or public API folder missing, unreadable, "
-    f"foreign or unsafe; {EXIT_DELIVERY} bearer not delivered (credential left pending); "
-    f"{EXIT_INTEGRITY} journal failed its integrity check; {EXIT_NOT_FOUND} no such run; "
+    f"foreign or unsafe, or the state folder not writable (read-only, full); "
+    f"{EXIT_DELIVERY} bearer not delivered (credential left pending); "
+    f"{EXIT_INTEGRITY} journal damaged or failed its integrity check (records removed, "
+    f"not an SQLite file); {EXIT_NOT_FOUND} no such run; "
     f"{EXIT_FAILURE} anything else"
 )
 
