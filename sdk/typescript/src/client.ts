@@ -2,7 +2,7 @@
 import { inspect } from "node:util";
 import { Artifacts } from "./artifacts.js";
 import { openConnection, type Connection } from "./connection.js";
-import { ClientClosedError } from "./errors.js";
+import { ClientClosedError, SidecarError } from "./errors.js";
 import type { ServerInfo } from "./models.js";
 import { checkDaemonOptions, checkSidecarOptions, resolveClientOptions, type DaemonOptions, type SidecarOptions } from "./options.js";
 import { Runs } from "./runs.js";
@@ -34,6 +34,7 @@ class DaemonSource implements ConnectionSource {
 class SidecarSource implements ConnectionSource {
   closed = false;
   private pending: Promise<Connection> | null = null;
+  private failure: SidecarError | null = null;
 
   constructor(
     private readonly supervisor: SidecarSupervisor,
@@ -42,6 +43,8 @@ class SidecarSource implements ConnectionSource {
 
   connection(): Promise<Connection> {
     if (this.closed) return Promise.reject(new ClientClosedError("the client was closed", { reason: "CLIENT_CLOSED" }));
+    // Once the restart budget is spent, every later call fails with the same typed error.
+    if (this.failure !== null) return Promise.reject(this.failure);
     if (!this.supervisor.needsRestart()) return Promise.resolve(this.current);
     this.pending ??= this.restart().finally(() => {
       this.pending = null;
@@ -51,9 +54,14 @@ class SidecarSource implements ConnectionSource {
 
   private async restart(): Promise<Connection> {
     this.current.close();
-    const process = await this.supervisor.restart();
-    this.current = await connectSidecar(this.supervisor, process.reply);
-    return this.current;
+    try {
+      const process = await this.supervisor.restart();
+      this.current = await connectSidecar(this.supervisor, process.reply);
+      return this.current;
+    } catch (error) {
+      if (error instanceof SidecarError && error.reason === "SIDECAR_RESTARTS_EXHAUSTED") this.failure = error;
+      throw error;
+    }
   }
 
   async close(): Promise<void> {
