@@ -95,9 +95,35 @@ def open_workspace(config: WorkerConfig) -> Workspace:
     except BaseException:
         lock.release()
         raise
-    for stream in journal.damaged_streams():
-        log.error("journal stream %s does not end at its sealed head; its reads fail", stream)
     return Workspace(config, lock, identity, journal, credentials)
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()
+
+
+def _background(work: Any) -> None:
+    task = asyncio.get_running_loop().create_task(work)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+
+
+async def _report_damaged_streams(journal: Journal) -> None:
+    """Log every stream that does not end at its sealed head, a batch per loop turn.
+
+    Reads of such a stream fail on their own; this only makes the damage visible
+    early. It runs after serving started, so start-up time does not grow with
+    the number of streams ever written.
+    """
+    after: str | None = ""
+    try:
+        while after is not None:
+            damaged, after = journal.damaged_heads(after)
+            for stream in damaged:
+                log.error("journal stream %s does not end at its sealed head; its reads fail",
+                          stream)
+            await asyncio.sleep(0)
+    except Exception as exc:  # the worker stopped (journal closed) or storage failed
+        log.debug("start-up head check ended early: %s", type(exc).__name__)
 
 
 def _unusable(state: Path, exc: OSError) -> str:
@@ -220,6 +246,7 @@ async def start_worker(config: WorkerConfig, hooks: WorkerHooks | None = None) -
         sock = _bind(config.host, config.port, port_file)
         port = sock.getsockname()[1]
         await server.start(sock=sock)
+        _background(_report_damaged_streams(ws.journal))
         write_private_file(port_file, str(port).encode())
         endpoint = endpoint_url(config.host, port)
         discovery = None

@@ -1,12 +1,17 @@
 """Benchmark figures for the reference worker (run by `./noxw -s bench_worker`).
 
-Prints three figures, each measured against a real worker subprocess over TLS
-with raw grpcio stubs:
+Every figure comes from a real worker subprocess over TLS, driven with raw
+grpcio stubs. Ratios are measured in one run: the two sides alternate round by
+round (so drift on this shared machine hits both), and each line prints the
+median of the per-round ratios with their min-max spread, never a best-of.
 
-* CreateRun median latency (sequential calls, echo runs);
-* WatchRun replay throughput: a finished 4,099-event run streamed from
-  sequence 0 to one client, in events per second;
-* the worker's resident memory with 64 live watches open.
+* GetRun on a 4,099-event run over GetRun on a 10-event run (issue 12: <= 1.5);
+* a 4,099-event replay by the worker over the same frames streamed by a bare
+  grpclib server on the worker's own TLS listener and write-coalescing
+  transport (``bare_replay_server.py``; issue 12: >= 0.85);
+* producing a 4,095-event run while another client polls its GetRun every
+  10 ms over producing it unpolled (issue 12: <= 1.1);
+* CreateRun median latency, and the worker's memory with 64 live watches.
 
 This is not a test: nothing here asserts a threshold.
 """
@@ -15,16 +20,41 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import struct
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from conftest import ROOMY, Worker, pb, script
+from conftest import ROOMY, Worker, pb, run_service_pb2_grpc, script
 
 S = pb.runs
+HERE = Path(__file__).resolve().parent
+
+
+def _spread(label: str, ratios: list[float], target: str) -> None:
+    print(f"{label}: ratio median {statistics.median(ratios):.2f} "
+          f"(min {min(ratios):.2f}, max {max(ratios):.2f}, {len(ratios)} alternating rounds; "
+          f"target {target})")
+
+
+def _alternate(rounds: int, a: Callable[[], float], b: Callable[[], float]) -> list[float]:
+    """Per-round ratios a/b, the order of the two sides swapped every round."""
+    ratios = []
+    for i in range(rounds):
+        if i % 2:
+            tb, ta = b(), a()
+        else:
+            ta, tb = a(), b()
+        ratios.append(ta / tb)
+    return ratios
 
 
 def _rss_kib(pid: int) -> int:
@@ -37,7 +67,9 @@ def _rss_kib(pid: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--creates", type=int, default=300)
-    parser.add_argument("--replays", type=int, default=5)
+    parser.add_argument("--replays", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--productions", type=int, default=6)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -62,24 +94,89 @@ def main() -> None:
                   f"median {statistics.median(samples) * 1000:.2f} ms, "
                   f"p95 {samples[int(len(samples) * 0.95)] * 1000:.2f} ms")
 
-            run = c.create("big", script("repeat 4093 say .", "ask Stop? | yes")).run
-            stream = c.runs.WatchRun(pb.rs.WatchRunRequest(run_id=run.run_id), metadata=c.md)
+            big = c.create("big", script("repeat 4093 say .", "ask Stop? | yes")).run
+            stream = c.runs.WatchRun(pb.rs.WatchRunRequest(run_id=big.run_id), metadata=c.md)
             for response in stream:
                 if response.event.HasField("interaction_requested"):
                     stream.cancel()
                     break
-            c.cancel(run.run_id)
-            c.watch(run.run_id, after=4098)
-            rates = []
-            for _ in range(args.replays):
-                start = time.perf_counter()
-                events = c.watch(run.run_id, timeout=120)
-                elapsed = time.perf_counter() - start
-                assert len(events) == 4099
-                rates.append(len(events) / elapsed)
-            print(f"WatchRun replay of a 4,099-event run to one grpcio client: "
-                  f"median {statistics.median(rates):,.0f} events/s "
-                  f"(best {max(rates):,.0f}, {args.replays} replays)")
+            c.cancel(big.run_id)
+            c.watch(big.run_id, after=4098)
+            small = c.create("small", script("repeat 8 say .")).run
+            c.watch(small.run_id)
+
+            def get(run_id: str) -> Callable[[], float]:
+                def once() -> float:
+                    start = time.perf_counter()
+                    c.get(run_id)
+                    return time.perf_counter() - start
+                return once
+
+            get(big.run_id)(), get(small.run_id)()
+            _spread("GetRun, 4,099-event run / 10-event run",
+                    _alternate(args.rounds * 4, get(big.run_id), get(small.run_id)), "<= 1.5")
+
+            frames = [r.SerializeToString() for r in c.runs.WatchRun(
+                pb.rs.WatchRunRequest(run_id=big.run_id), metadata=c.md, timeout=120)]
+            assert len(frames) == 4099
+            frames_file = root / "frames.bin"
+            frames_file.write_bytes(b"".join(struct.pack(">I", len(f)) + f for f in frames))
+            bare = subprocess.Popen(
+                [sys.executable, str(HERE / "bare_replay_server.py"), str(worker.state),
+                 str(frames_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            try:
+                assert bare.stdout is not None
+                port = int(bare.stdout.readline())
+                bare_channel = grpc.secure_channel(
+                    f"127.0.0.1:{port}", grpc.ssl_channel_credentials(root_certificates=worker.pem))
+                bare_stub = run_service_pb2_grpc.RunServiceStub(bare_channel)
+
+                def replay(stub: object) -> Callable[[], float]:
+                    def once() -> float:
+                        start = time.perf_counter()
+                        n = sum(1 for _ in stub.WatchRun(  # type: ignore[attr-defined]
+                            pb.rs.WatchRunRequest(run_id=big.run_id), metadata=c.md,
+                            timeout=120))
+                        assert n == 4099
+                        return n / (time.perf_counter() - start)
+                    return once
+
+                replay(c.runs)(), replay(bare_stub)()
+                ratios = _alternate(args.replays, replay(c.runs), replay(bare_stub))
+                _spread("WatchRun replay of 4,099 events, worker / bare grpclib (same transport, "
+                        "same frames, same TLS)", ratios, ">= 0.85")
+                bare_channel.close()
+            finally:
+                if bare.stdin is not None:
+                    bare.stdin.close()
+                bare.wait(timeout=30)
+
+            produced = 0
+
+            def produce(polled: bool) -> Callable[[], float]:
+                def once() -> float:
+                    nonlocal produced
+                    produced += 1
+                    stop = threading.Event()
+                    start = time.perf_counter()
+                    run_id = c.create(f"produce-{produced}", script("repeat 4093 say .")).run.run_id
+                    poller = None
+                    if polled:
+                        def poll() -> None:
+                            while not stop.wait(0.01):
+                                c.get(run_id)
+                        poller = threading.Thread(target=poll)
+                        poller.start()
+                    c.watch(run_id, after=4094, timeout=300)
+                    took = time.perf_counter() - start
+                    stop.set()
+                    if poller is not None:
+                        poller.join()
+                    return took
+                return once
+
+            _spread("producing a 4,095-event run, polled by GetRun every 10 ms / unpolled",
+                    _alternate(args.productions, produce(True), produce(False)), "<= 1.1")
 
             assert worker.proc is not None
             before = _rss_kib(worker.proc.pid)

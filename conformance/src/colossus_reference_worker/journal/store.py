@@ -227,6 +227,28 @@ class Journal:
                 damaged.append(stream)
         return damaged
 
+    def damaged_heads(self, after: str = "", limit: int = 256) -> tuple[list[str], str | None]:
+        """One batch of the start-up head check, in stream-name order after ``after``.
+
+        Each sealed head must carry a valid seal, name a record with its hash and
+        have no record after it. Returns the damaged streams of the batch and the
+        name to continue after (``None`` once every head was seen). Index lookups
+        only, so a serving worker can run it a batch at a time; a stream whose
+        head row itself was removed is caught by its next read instead.
+        """
+        rows = self._sql(
+            "SELECT h.stream, h.version, h.hash, h.seal, r.hash, EXISTS ("
+            " SELECT 1 FROM records n WHERE n.stream = h.stream AND n.version = h.version + 1) "
+            "FROM heads h LEFT JOIN records r ON r.stream = h.stream AND r.version = h.version "
+            "WHERE h.stream > ? ORDER BY h.stream LIMIT ?", (after, limit)).fetchall()
+        damaged = [
+            stream for stream, version, digest, seal, found, beyond in rows
+            if found is None or beyond
+            or not seal_matches(head_seal(self._key, stream, version, bytes(digest)), seal)
+            or bytes(found) != bytes(digest)
+        ]
+        return damaged, (rows[-1][0] if len(rows) == limit else None)
+
     # --- writing --------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -395,23 +417,29 @@ class Journal:
 
     def open_streams(self, prefix: str) -> list[str]:
         """Streams marked open whose names start with ``prefix``, oldest first."""
-        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         rows = self._sql(
             "SELECT o.stream FROM open_streams o JOIN records r "
             "ON r.stream = o.stream AND r.version = 1 "
             "WHERE o.stream >= ? AND o.stream < ? ORDER BY r.position",
-            (prefix, upper),
+            (prefix, _after_prefix(prefix)),
         ).fetchall()
         return [r[0] for r in rows]
 
     def streams_with_prefix(self, prefix: str, kind: str) -> list[str]:
         """Names of streams whose first record has ``kind`` (start-up scans only)."""
+        # A name range, not LIKE, so SQLite walks the (stream, version) index instead
+        # of every record.
         rows = self._sql(
-            "SELECT stream FROM records WHERE version = 1 AND kind = ? AND stream LIKE ? "
-            "ORDER BY position",
-            (kind, prefix.replace("%", "") + "%"),
+            "SELECT stream FROM records WHERE stream >= ? AND stream < ? AND version = 1 "
+            "AND kind = ? ORDER BY position",
+            (prefix, _after_prefix(prefix), kind),
         ).fetchall()
         return [r[0] for r in rows]
+
+
+def _after_prefix(prefix: str) -> str:
+    """The smallest name greater than every name starting with ``prefix``."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
 def _check_links(records: list[Record]) -> None:
