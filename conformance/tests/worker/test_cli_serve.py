@@ -117,6 +117,14 @@ def _activity(root: Path, bearer: str) -> str:
     return run_id
 
 
+def _wait_for(log_path: Path, needle: str) -> None:
+    """Until the worker has logged ``needle`` (it logs after answering the client)."""
+    deadline = time.monotonic() + 20
+    while needle not in log_path.read_text():
+        assert time.monotonic() < deadline, log_path.read_text()
+        time.sleep(0.05)
+
+
 def _stop(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGTERM)
     proc.wait(20)
@@ -129,7 +137,7 @@ def test_serve_logs_at_info_by_default(tmp_path):
     proc, log_path = _serve(tmp_path)
     try:
         run_id = _activity(tmp_path, bearer)
-        time.sleep(0.3)
+        _wait_for(log_path, "refused connection")
     finally:
         _stop(proc)
     text = log_path.read_text()
@@ -149,7 +157,7 @@ def test_serve_logs_json_lines(tmp_path):
     proc, log_path = _serve(tmp_path, "--log-format", "json")
     try:
         run_id = _activity(tmp_path, bearer)
-        time.sleep(0.3)
+        _wait_for(log_path, "connection_refused")
     finally:
         _stop(proc)
     entries = [json.loads(line) for line in log_path.read_text().splitlines()]
