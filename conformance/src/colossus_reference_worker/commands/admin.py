@@ -1,4 +1,7 @@
-"""``enroll`` and ``credentials list | rotate | revoke`` (W3), run while the worker is stopped.
+"""``enroll`` and ``credentials list | rotate | revoke`` (W3).
+
+Issuing and revoking take the state folder's lock, so they run while the worker is
+stopped; listing reads the folder without writing and works either way.
 
 The bearer is handed over exactly once, to an inherited descriptor or the OS
 credential store, between the pending verifier being committed and the
