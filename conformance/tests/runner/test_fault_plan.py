@@ -1,6 +1,7 @@
 """The fault kinds this suite added (docs/fault-control.md): parsing and reply rewrites."""
 
 import asyncio
+import hashlib
 from types import SimpleNamespace
 
 import pytest
@@ -56,7 +57,7 @@ def test_bad_new_faults_are_refused(fault):
 
 def _download(fault, chunks):
     async def replies():
-        yield Reply(artifact="meta")
+        yield Reply(artifact=SimpleNamespace(sha256="genuine"))
         for chunk in chunks:
             yield Reply(chunk=chunk)
 
@@ -72,11 +73,15 @@ def _download(fault, chunks):
 def test_download_rewrites():
     chunks = [b"abc", b"def"]
     corrupt = _download(ReplyFault("download", mode="corrupt"), chunks)
-    assert corrupt[0].artifact == "meta" and corrupt[1].chunk != b"abc" and len(corrupt[1].chunk) == 3
-    assert b"".join(r.chunk for r in _download(ReplyFault("download", mode="short"), chunks)[1:]) == b"abcde"
     assert (
-        b"".join(r.chunk for r in _download(ReplyFault("download", mode="long"), chunks)[1:]) == b"abcdef\x00"
+        corrupt[0].artifact.sha256 == "genuine" and corrupt[1].chunk != b"abc" and len(corrupt[1].chunk) == 3
     )
+    short = _download(ReplyFault("download", mode="short"), chunks)
+    assert b"".join(r.chunk for r in short[1:]) == b"abcde"
+    assert short[0].artifact.sha256 == hashlib.sha256(b"abcde").hexdigest(), "only the size can tell"
+    long = _download(ReplyFault("download", mode="long"), chunks)
+    assert b"".join(r.chunk for r in long[1:]) == b"abcdef" + bytes(1)
+    assert long[0].artifact.sha256 == hashlib.sha256(b"abcdef" + bytes(1)).hexdigest()
     with pytest.raises(RuntimeError):
         _download(ReplyFault("download", mode="fail", after_chunks=1), chunks)
 

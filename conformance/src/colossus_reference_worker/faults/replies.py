@@ -9,6 +9,7 @@ what it receives (S3, S6).
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,27 +58,52 @@ async def rewrite_download(
     replies: AsyncIterator[Any],
     make_error: Callable[[Status, str | None], Exception],
 ) -> AsyncIterator[Any]:
-    """Corrupts, shortens, extends or fails a download stream (metadata comes first)."""
+    """Corrupts, shortens, extends or fails a download stream (metadata comes first).
+
+    ``short`` and ``long`` also restate the metadata's SHA-256 as the hash of the bytes
+    actually sent, so only a client that checks the declared size notices; ``corrupt``
+    keeps the size and breaks only the digest.
+    """
+    if fault.mode in ("short", "long"):
+        async for reply in _resized(fault.mode, replies):
+            yield reply
+        return
     chunks = 0
-    held: Any = None  # the last chunk, kept back so "short" can trim it
     async for reply in replies:
         if reply.chunk is None:
             yield reply
             continue
         chunks += 1
+        if fault.mode == "fail" and chunks > fault.after_chunks:
+            raise make_error(fault.code, fault.reason)
         if fault.mode == "corrupt" and chunks == 1 and reply.chunk:
             data = bytearray(reply.chunk)
             data[0] ^= 0xFF
             reply = type(reply)(chunk=bytes(data))
-        if held is not None:
-            yield held
-            held = None
-        if fault.mode == "fail" and chunks > fault.after_chunks:
-            raise make_error(fault.code, fault.reason)
-        held = reply
-    if held is not None:
-        if fault.mode == "short":
-            held = type(held)(chunk=held.chunk[:-1])
-        yield held
-    if fault.mode == "long" and held is not None:
-        yield type(held)(chunk=b"\x00")
+        yield reply
+
+
+async def _resized(mode: str, replies: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The whole stream, one byte short or long, with a digest that matches what is sent."""
+    head: Any = None
+    chunks: list[bytes] = []
+    async for reply in replies:
+        if reply.chunk is None:
+            head = reply
+        else:
+            chunks.append(reply.chunk)
+    if mode == "short" and chunks:
+        chunks[-1] = chunks[-1][:-1]
+    elif mode == "long":
+        chunks.append(b"\x00")
+    if head is not None:
+        head = copy.deepcopy(head)
+        if head.artifact is not None:
+            head.artifact.sha256 = hashlib.sha256(b"".join(chunks)).hexdigest()
+        yield head
+    for chunk in chunks:
+        yield _chunk_reply(head, chunk)
+
+
+def _chunk_reply(head: Any, chunk: bytes) -> Any:
+    return type(head)(chunk=chunk)
