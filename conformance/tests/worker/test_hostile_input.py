@@ -204,3 +204,13 @@ def test_corpus_figures(shared_worker, target):
                    for row in CORPUS)
     print(f"\nhostile-input corpus: {len(CORPUS)} inputs, {internal} answered INTERNAL")
     assert internal == 0
+
+
+def test_a_few_unknown_fields_are_still_ignored(shared_worker, target):
+    """Forward compatibility: a newer client's optional fields do not break a call."""
+    raw, run_id = target
+    newer = string(1, run_id.encode()) + field(40, 0, b"\x01") + string(41, b"future") * 2
+    outcome = raw.call(RUNS + "GetRun", frame(newer))
+    assert outcome.grpc_status == 0, outcome.headers
+    info = raw.call(SYSTEM, frame(field(9, 5, b"\0\0\0\0") * 16))
+    assert info.grpc_status == 0, info.headers
