@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
+import grpc
 import pytest
 from test_engine import PRINCIPAL, _engine, _finished_run
 
@@ -165,3 +167,25 @@ def test_start_up_visits_only_unfinished_runs(tmp_path: Path) -> None:
     assert journal.open_index_created
     assert RunStore(journal, 1000, 10).live_run_ids() == [held]
     journal.close()
+
+
+def test_a_damaged_head_found_at_start_up_is_logged_after_serving_begins(make_worker) -> None:
+    from conftest import ROOMY, expect_error, script
+
+    worker = make_worker(*(a for item in ROOMY for a in ("--limit", item)))
+    c = worker.client("app1")
+    run = c.create("t", script("say hello")).run
+    c.watch(run.run_id)
+    worker.stop()
+    db = sqlite3.connect(worker.state / "journal.sqlite3")
+    db.execute("UPDATE heads SET seal = zeroblob(32) WHERE stream = ?", (f"run:{run.run_id}",))
+    db.commit()
+    db.close()
+    worker.start()
+    c = worker.client("app1")
+    expect_error(lambda: c.get(run.run_id), grpc.StatusCode.DATA_LOSS, "JOURNAL_INTEGRITY")
+    deadline = time.monotonic() + 20
+    message = f"journal stream run:{run.run_id} does not end at its sealed head"
+    while message not in worker.log_path.read_text():
+        assert time.monotonic() < deadline, "the damaged head was never logged"
+        time.sleep(0.05)
