@@ -31,7 +31,7 @@ import (
 )
 
 func main() {
-	rounds := flag.Int("rounds", 9, "paired rounds per figure")
+	rounds := flag.Int("rounds", 21, "paired rounds per figure")
 	events := flag.Int("events", 100_000, "events of the long watch (heap growth)")
 	flag.Parse()
 	exe := os.Getenv("COLOSSUS_REFERENCE_WORKER")
