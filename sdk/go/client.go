@@ -48,8 +48,12 @@ func Connect(ctx context.Context, o DaemonOptions) (*Client, error) {
 		return nil, err
 	}
 	mode := o.ExpectedDeploymentMode
-	if mode == "" {
+	switch mode {
+	case "":
 		mode = DeploymentModeSharedDaemon
+	case DeploymentModeSharedDaemon, DeploymentModeSidecar:
+	default:
+		return nil, invalidField("ExpectedDeploymentMode", "ExpectedDeploymentMode must be SHARED_DAEMON or SIDECAR, not %q", mode)
 	}
 	found, err := discover(o.PublicAPIDir, o.ExpectedInstanceID, o.ExpectedCertificateSHA256)
 	if err != nil {

@@ -500,3 +500,29 @@ func TestClosedClientRefusesCalls(t *testing.T) {
 		t.Fatal("Close is not idempotent")
 	}
 }
+
+func TestDaemonOptionsAreValidatedBeforeAnyIO(t *testing.T) {
+	provider := &countingProvider{bearer: testBearer}
+	good := DaemonOptions{PublicAPIDir: "/nonexistent", ExpectedInstanceID: "wkr_1",
+		ExpectedCertificateSHA256: strings.Repeat("a", 64), Credentials: provider}
+	cases := map[string]func(o *DaemonOptions){
+		"upper-case pin":   func(o *DaemonOptions) { o.ExpectedCertificateSHA256 = strings.Repeat("A", 64) },
+		"short pin":        func(o *DaemonOptions) { o.ExpectedCertificateSHA256 = "abc" },
+		"instance id":      func(o *DaemonOptions) { o.ExpectedInstanceID = "wkr 1" },
+		"no credentials":   func(o *DaemonOptions) { o.Credentials = nil },
+		"deployment mode":  func(o *DaemonOptions) { o.ExpectedDeploymentMode = "EMBEDDED" },
+		"negative retries": func(o *DaemonOptions) { o.Retry = RetryPolicy{MaxAttempts: -1, Multiplier: 2} },
+	}
+	for name, mutate := range cases {
+		o := good
+		mutate(&o)
+		_, err := Connect(context.Background(), o)
+		var e *Error
+		if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &e) || e.Metadata["field"] == "" {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if provider.calls.Load() != 0 {
+		t.Fatal("the provider was asked for a bearer")
+	}
+}
