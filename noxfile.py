@@ -25,5 +25,10 @@ _names = sorted(m.name for m in pkgutil.iter_modules(noxsessions.__path__) if no
 _middle = [n for n in _names if n not in FIRST and n not in LAST]
 _modules = [importlib.import_module(f"noxsessions.{n}") for n in [*FIRST, *_middle, *LAST] if n in _names]
 
+# uv (pinned in noxsessions/requirements.txt, installed by ./noxw) creates the virtualenvs
+# and installs into them, from its shared download cache; plain virtualenv + pip is the
+# fallback when nox runs without ./noxw and no uv is found.
+nox.options.default_venv_backend = "uv|virtualenv"
+
 # What a bare ./noxw (and so CI) runs: every area's default sessions.
 nox.options.sessions = [s for m in _modules for s in getattr(m, "DEFAULT_SESSIONS", [])]

@@ -82,7 +82,7 @@ def check_generated(session: nox.Session) -> None:
 @nox.session
 def compile_python(session: nox.Session) -> None:
     """Import every generated Python module and type-check the SDK bindings strictly."""
-    session.install("--disable-pip-version-check", "-r", str(REQUIREMENTS))
+    session.install("-r", str(REQUIREMENTS))
     sdk_src = ROOT / "sdk/python/src"
     worker_src = ROOT / "conformance/src"
     env = {"PYTHONPATH": f"{sdk_src}{os.pathsep}{worker_src}", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -120,7 +120,7 @@ def compile_go(session: nox.Session) -> None:
 @nox.session
 def codegen_tests(session: nox.Session) -> None:
     """Tests of the generate and check-generated scripts, each in a copy of the repo."""
-    session.install("--disable-pip-version-check", "-r", str(REQUIREMENTS))
+    session.install("-r", str(REQUIREMENTS))
     # Install the pinned tools once, up front, into the cache every copy shares.
     session.run("bash", "-c", 'source sdk/scripts/codegen/lib.sh && ensure_tools', external=True)
     session.run(

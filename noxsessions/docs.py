@@ -18,5 +18,5 @@ DEFAULT_SESSIONS = ["docs_check"]
 @nox.session
 def docs_check(session: nox.Session) -> None:
     """Check docs/requirements.md against the IDs cited in code, tests, cases and docs."""
-    session.install("--disable-pip-version-check", "pytest==9.2.0", "PyYAML==6.0.3")
+    session.install("pytest==9.2.0", "PyYAML==6.0.3")
     session.run("pytest", "-p", "no:cacheprovider", "-q", str(ROOT / "docs/tests"), *session.posargs)

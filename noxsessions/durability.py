@@ -26,8 +26,8 @@ DEFAULT_SESSIONS = ["durability_lint", "durability_tests"]
 
 
 def _install(session: nox.Session) -> None:
-    session.install("--disable-pip-version-check", "-r", str(PINS))
-    session.install("--disable-pip-version-check", "-e", str(ROOT / "conformance"))
+    session.install("-r", str(PINS))
+    session.install("-e", str(ROOT / "conformance"))
 
 
 @nox.session

@@ -22,7 +22,6 @@ import nox
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/go"
 CLIENT = ROOT / "conformance/clients/go"
-PIP = "--disable-pip-version-check"
 
 DEFAULT_SESSIONS = ["go_lint", "go_tests"]
 
@@ -34,7 +33,7 @@ FUZZ_SECONDS = os.environ.get("COLOSSUS_GO_FUZZTIME", "3s")
 
 def _worker(session: nox.Session) -> str:
     """Installs the reference worker into the session and returns its executable."""
-    session.install(PIP, str(ROOT / "conformance"))
+    session.install(str(ROOT / "conformance"))
     worker = Path(session.bin) / "colossus-reference-worker"
     if not worker.exists():
         session.error(f"the reference worker was not installed at {worker}")

@@ -20,7 +20,6 @@ import nox
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/python"
-PIP = "--disable-pip-version-check"
 
 DEFAULT_SESSIONS = [
     "python_sdk_lint",
@@ -35,10 +34,10 @@ REQUIRE_WORKER = {"COLOSSUS_REQUIRE_WORKER": "1"}
 
 
 def _install(session: nox.Session, *, worker: bool) -> None:
-    session.install(PIP, "-r", str(SDK / "requirements-dev.txt"))
-    session.install(PIP, "--no-deps", str(SDK))
+    session.install("-r", str(SDK / "requirements-dev.txt"))
+    session.install("--no-deps", str(SDK))
     if worker:
-        session.install(PIP, str(ROOT / "conformance"))
+        session.install(str(ROOT / "conformance"))
 
 
 @nox.session
@@ -60,7 +59,7 @@ def python_sdk_lint(session: nox.Session) -> None:
         session.run("ruff", "check", "src", "tests", "examples", "benchmarks")
         session.run("ruff", "format", "--check", "src", "tests", "examples", "benchmarks")
         session.run("mypy", "--strict", "src/colossus", "examples", "benchmarks")
-    session.install(PIP, "-r", str(SDK / "requirements-release.txt"))
+    session.install("-r", str(SDK / "requirements-release.txt"))
     dist = Path(session.create_tmp()).resolve() / "dist"
     session.run("python", "-m", "build", "--outdir", str(dist), str(SDK))
     artifacts = sorted(str(p) for p in dist.glob("*"))
@@ -88,7 +87,7 @@ def _pyenv_path() -> str:
 @nox.session
 def python_sdk_tox(session: nox.Session) -> None:
     """Runs tox: a missing interpreter fails the session (tox.ini never skips one)."""
-    session.install(PIP, "-r", str(SDK / "requirements-tox.txt"))
+    session.install("-r", str(SDK / "requirements-tox.txt"))
     work = Path(session.create_tmp()) / "tox"
     with session.chdir(SDK):
         session.run(

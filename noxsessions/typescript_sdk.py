@@ -60,7 +60,7 @@ def _npm_ci(session: nox.Session) -> None:
 
 def _with_worker(session: nox.Session) -> dict[str, str]:
     """Installs the reference worker into the session; a missing worker must fail the tests."""
-    session.install("--disable-pip-version-check", str(ROOT / "conformance"))
+    session.install(str(ROOT / "conformance"))
     worker = Path(session.bin) / "colossus-reference-worker"
     return {"COLOSSUS_REQUIRE_WORKER": "1", "COLOSSUS_REFERENCE_WORKER": str(worker)}
 
