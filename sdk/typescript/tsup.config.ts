@@ -2,10 +2,11 @@ import { defineConfig } from "tsup";
 
 // One ESM and one CommonJS bundle of the hand-written SDK plus its generated bindings,
 // each with matching declarations (.d.ts / .d.cts). Dependencies stay external.
+// TSUP_SKIP_DTS=1 bundles without declarations (the mutation harness: a planted bug may not type-check).
 export default defineConfig({
   entry: ["src/index.ts"],
   format: ["esm", "cjs"],
-  dts: true,
+  dts: process.env["TSUP_SKIP_DTS"] !== "1",
   sourcemap: true,
   clean: true,
   target: "node20",

@@ -176,7 +176,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
           await this.onCleanClose();
           continue;
         }
-        this.lastActivity = performance.now();
+        if (this.idleTimer !== undefined) this.lastActivity = performance.now();
         const event = result.value.event;
         if (event === undefined) continue;
         const sequence = convert.safeNumber(event.sequence, "event.sequence");
