@@ -5,7 +5,8 @@ ArtifactService, graceful stop and crash durability (W12, W13).
                        real TLS, the SDK's generated grpcio stubs as raw clients
     durability_lint    ruff and mypy --strict on faults/, sidecar/ and artifacts/
     bench_durability   cost ratios of appends and listing as the journal grows,
-                       recovery time, and a kill -9 crash loop's losses
+                       recovery time, start-up with 100,000 stored runs over an empty
+                       journal, and a kill -9 crash loop's losses
 
 `./noxw -s bench_durability -- --quick` shrinks every size for a smoke run.
 """

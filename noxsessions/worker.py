@@ -6,8 +6,9 @@
                   15 s per example), asserting no INTERNAL and no journal write when refused
     worker_lint   ruff and mypy --strict on the worker package (not the generated _gen,
                   nor the faults/artifacts/sidecar modules linted with their own sessions)
-    bench_worker  prints CreateRun latency, watch replay throughput and memory with 64
-                  live watches; `./noxw -s bench_worker -- --creates 50` for a quick run
+    bench_worker  prints GetRun (long/short run), replay (worker/bare grpclib) and polled
+                  production ratios from alternating rounds, CreateRun latency and memory
+                  with 64 live watches; `./noxw -s bench_worker -- --creates 50` for a quick run
     bench_stall   prints how long costly requests of one application delay another
                   application's GetServerInfo (issue 11's stall figure)
 """
