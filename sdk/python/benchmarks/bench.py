@@ -165,6 +165,7 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
                             sdk_complete_rates.append(complete)
                 same_channel.close()
                 default_channel.close()
+
             def sdk_connect_once() -> float:
                 started = time.perf_counter()
                 with colossus.Client.connect(opts) as c:

@@ -250,9 +250,7 @@ def connect_sync(
         # The channel's own handshake (it trusts only the pinned leaf) runs while the
         # pre-flight checks the policy; nothing is sent on it before both passed.
         _start_connecting_sync(channel)
-        preflight(
-            target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
-        )
+        preflight(target.endpoint, target.expected_pin, target.certificate, options.connect_timeout)
         bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         info = _get_server_info_sync(channel, bearer, options.connect_timeout, options.retry)
         verify_server_info(info, target)
