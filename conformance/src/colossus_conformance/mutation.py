@@ -272,6 +272,21 @@ def is_kill(result: CaseResult) -> bool:
     return result.status in (FAIL, NOT_RUN)
 
 
+def baseline_failures(
+    suite: Suite, specs: dict[str, sdks.ClientSpec], all_cases: list[catalogue.Case]
+) -> dict[str, set[str]]:
+    """Cases each column fails without any mutant (beyond its known-failure list).
+
+    A case the healthy SDK already fails cannot tell a mutant apart, so it never counts
+    as a kill; the report lists these cases.
+    """
+    all_ids = [c.id for c in all_cases]
+    return {
+        column: {r.case_id for r in suite.run_sdk(spec, all_ids, only=all_cases).results if is_kill(r)}
+        for column, spec in specs.items()
+    }
+
+
 def first_kill(
     suite: Suite,
     spec: sdks.ClientSpec,
@@ -314,6 +329,7 @@ def run_mutant(
     specs: dict[str, sdks.ClientSpec],
     all_cases: list[catalogue.Case],
     stop_at_first: bool,
+    broken: dict[str, set[str]] | None = None,
 ) -> list[Outcome]:
     outcomes = []
     all_ids = [c.id for c in all_cases]
@@ -321,10 +337,12 @@ def run_mutant(
     for column in mutant.columns:
         started = time.monotonic()
         outcome = Outcome(mutant, column)
-        killers, detail, flaky = first_kill(suite, specs[column], all_ids, expected, stop_at_first)
+        usable = [c for c in all_cases if c.id not in (broken or {}).get(column, set())]
+        mine = [c for c in expected if c in usable]
+        killers, detail, flaky = first_kill(suite, specs[column], all_ids, mine, stop_at_first)
         outcome.how = "expected" if killers else ""
         if not killers:
-            rest = [c for c in all_cases if c not in expected]
+            rest = [c for c in usable if c not in expected]
             killers, detail, more = first_kill(suite, specs[column], all_ids, rest, True)
             flaky += more
             outcome.how = "catalogue" if killers else ""
@@ -424,13 +442,17 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for column in columns:
                 sdks.build(clients[column])
+            healthy = {c: column_spec(clients[c], mutants, snapshot) for c in columns}
+            broken = baseline_failures(suite, healthy, all_cases)
+            for column, ids in broken.items():
+                print(f"[{column}] healthy SDK fails {len(ids)} case(s), not counted as kills: {sorted(ids)}")
             for m in chosen:
                 copy = make_copy(mutants, scratch, snapshot)
                 m.apply(copy)
                 for command in mutants.build:
                     subprocess.run([expand(a, copy) for a in command], cwd=copy, check=True)
                 specs = {c: column_spec(clients[c], mutants, copy) for c in m.columns if c in columns}
-                for o in run_mutant(suite, m, specs, all_cases, not args.all_killers):
+                for o in run_mutant(suite, m, specs, all_cases, not args.all_killers, broken):
                     outcomes.append(o)
                     verdict = f"killed by {o.killed_by[0]}" if o.killed else "SURVIVED"
                     print(f"[{o.column}] {m.id:<40} {verdict} ({o.seconds:.1f}s)", flush=True)
@@ -438,6 +460,11 @@ def main(argv: list[str] | None = None) -> int:
             suite.close()
         wall = time.monotonic() - started
         text, rates = report(outcomes, columns, wall)
+        for column, ids in broken.items():
+            if ids:
+                text += (
+                    f"\nThe healthy SDK already failed in {column} (excluded): {', '.join(sorted(ids))}.\n"
+                )
         results_dir.mkdir(parents=True, exist_ok=True)
         (results_dir / "mutants.md").write_text(text)
         print()
