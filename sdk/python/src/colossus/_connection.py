@@ -185,14 +185,6 @@ class SyncConnection(Session):
         return wait_ready_sync(self.channel, timeout)
 
 
-def _start_connecting_sync(channel: grpc.Channel) -> None:
-    """Ask grpcio to connect now rather than at the first call (best effort)."""
-    core: Any = getattr(channel, "_channel", None)
-    check = getattr(core, "check_connectivity_state", None)
-    if check is not None:
-        check(True)
-
-
 def wait_ready_sync(channel: grpc.Channel, timeout: float | None) -> bool:
     """True once ``channel`` is connected; False when ``timeout`` passed or it closed.
 
@@ -242,16 +234,15 @@ def connect_sync(
     target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
 ) -> SyncConnection:
     started = time.monotonic()
+    # The pre-flight must finish before the channel's first handshake: grpcio would also
+    # complete a TLS 1.2 handshake, which C4 says this client never does.
+    preflight(target.endpoint, target.expected_pin, target.certificate, options.connect_timeout)
+    bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
     receive, send = _caps(options, None)
     channel = _channel.sync_channel(
         target.endpoint, target.certificate, max_receive=receive, max_send=send
     )
     try:
-        # The channel's own handshake (it trusts only the pinned leaf) runs while the
-        # pre-flight checks the policy; nothing is sent on it before both passed.
-        _start_connecting_sync(channel)
-        preflight(target.endpoint, target.expected_pin, target.certificate, options.connect_timeout)
-        bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         info = _get_server_info_sync(channel, bearer, options.connect_timeout, options.retry)
         verify_server_info(info, target)
         new_receive, new_send = _caps(options, info)
@@ -370,17 +361,16 @@ async def connect_async(
     target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
 ) -> AsyncConnection:
     started = time.monotonic()
+    # As in connect_sync: no channel handshake before the pre-flight passed.
+    await preflight_async(
+        target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
+    )
+    bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
     receive, send = _caps(options, None)
     channel = _channel.async_channel(
         target.endpoint, target.certificate, max_receive=receive, max_send=send
     )
     try:
-        # As in connect_sync: the channel connects while the pre-flight runs.
-        channel.get_state(try_to_connect=True)
-        await preflight_async(
-            target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
-        )
-        bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         stub = system_pb2_grpc.SystemServiceStub(channel)
 
         async def attempt() -> ServerInfo:
