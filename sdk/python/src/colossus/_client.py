@@ -19,7 +19,7 @@ from ._connection import (
     connect_async,
     connect_sync,
 )
-from ._errors import ClientClosedError
+from ._errors import ClientClosedError, SidecarError
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._runs import AsyncRuns, Runs
@@ -71,12 +71,19 @@ class _SyncDaemonBackend:
             connection.close()
 
 
+def _current_reply(supervisor: SidecarSupervisor) -> BootstrapReply:
+    if supervisor.process is None:  # pragma: no cover - start() ran in the constructor
+        raise SidecarError("the sidecar worker is not running")
+    return supervisor.process.reply
+
+
 class _SyncSidecarBackend:
     def __init__(self, supervisor: SidecarSupervisor, options: SidecarOptions) -> None:
         self._supervisor = supervisor
         self._options = options
         self._lock = threading.Lock()
         self._closed = False
+        self._reconnect = False
         process = supervisor.start()
         self._connection = connect_sync(
             _sidecar_target(process.reply), process.reply.bearer, options
@@ -85,14 +92,19 @@ class _SyncSidecarBackend:
     def connection(self) -> SyncConnection:
         if self._closed:
             raise ClientClosedError("the client is closed")
-        if self._supervisor.needs_restart():
+        if self._reconnect or self._supervisor.needs_restart():
             with self._lock:
                 if self._supervisor.needs_restart():
                     self._connection.close()
-                    process = self._supervisor.restart()
+                    self._reconnect = True
+                    self._supervisor.restart()
+                if self._reconnect:
+                    # Also after a restart whose connect failed: never hand out the closed one.
+                    reply = _current_reply(self._supervisor)
                     self._connection = connect_sync(
-                        _sidecar_target(process.reply), process.reply.bearer, self._options
+                        _sidecar_target(reply), reply.bearer, self._options
                     )
+                    self._reconnect = False
         return self._connection
 
     def close(self) -> None:
@@ -127,6 +139,7 @@ class _AsyncSidecarBackend:
         self._options = options
         self._lock = asyncio.Lock()
         self._closed = False
+        self._reconnect = False
         self._connection = connection
 
     @classmethod
@@ -145,14 +158,19 @@ class _AsyncSidecarBackend:
     async def connection(self) -> AsyncConnection:
         if self._closed:
             raise ClientClosedError("the client is closed")
-        if self._supervisor.needs_restart():
+        if self._reconnect or self._supervisor.needs_restart():
             async with self._lock:
                 if self._supervisor.needs_restart():
                     await self._connection.close()
-                    process = await asyncio.to_thread(self._supervisor.restart)
+                    self._reconnect = True
+                    await asyncio.to_thread(self._supervisor.restart)
+                if self._reconnect:
+                    # Also after a restart whose connect failed: never hand out the closed one.
+                    reply = _current_reply(self._supervisor)
                     self._connection = await connect_async(
-                        _sidecar_target(process.reply), process.reply.bearer, self._options
+                        _sidecar_target(reply), reply.bearer, self._options
                     )
+                    self._reconnect = False
         return self._connection
 
     async def close(self) -> None:

@@ -363,28 +363,47 @@ class SidecarSupervisor:
         self.restarts = 0
         self.process: SidecarProcess | None = None
         self._delays = options.restart_backoff.delays()
+        # Set once the restart budget is spent: every later call fails the same way.
+        self._gave_up: SidecarError | None = None
+        # True from the moment a replacement begins until a new worker answered its bootstrap,
+        # so a failed spawn is retried (within the budget) instead of leaving a closed worker.
+        self._replacing = False
 
     def start(self) -> SidecarProcess:
         self.process = SidecarProcess.spawn(self.options, self.state_dir)
         return self.process
 
     def needs_restart(self) -> bool:
+        """True after an unexpected exit, an unfinished replacement, or once the budget is spent."""
+        if self._gave_up is not None or self._replacing:
+            return True
         return self.process is not None and self.process.unexpected_exit
 
     def restart(self) -> SidecarProcess:
-        """Replaces a worker that exited unexpectedly (blocking; bounded)."""
+        """Replaces a worker that exited unexpectedly (blocking; bounded).
+
+        Raises:
+            SidecarError: the restart budget is spent (then on every later call too), or the
+                replacement failed to start.
+        """
+        if self._gave_up is not None:
+            raise SidecarError(self._gave_up.message, reason=self._gave_up.reason)
+        self._replacing = True
         if self.process is not None:
             self.process.close(0)
         if self.restarts >= self.options.max_restarts:
-            raise SidecarError(
+            self._gave_up = SidecarError(
                 f"the sidecar exited unexpectedly and {self.restarts} restarts were used",
                 reason="SIDECAR_RESTARTS_EXHAUSTED",
             )
+            raise SidecarError(self._gave_up.message, reason=self._gave_up.reason)
         self.restarts += 1
         delay = next(self._delays, self.options.restart_backoff.max_backoff)
         log.warning("restarting sidecar worker (restart %d) in %.2f s", self.restarts, delay)
         time.sleep(delay)
-        return self.start()
+        process = self.start()
+        self._replacing = False
+        return process
 
     def expected_mode(self) -> DeploymentMode:
         return DeploymentMode.SIDECAR

@@ -112,6 +112,24 @@ def test_restarts_are_bounded(fake_exe: Path) -> None:
         client.close()
 
 
+def test_every_call_after_giving_up_raises_the_same_sidecar_error(fake_exe: Path) -> None:
+    client = colossus.Client.start_sidecar(opts(fake_exe, "--fake=crash-always", max_restarts=1))
+    reasons: list[str | None] = []
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(reasons) < 3:
+            time.sleep(0.8)  # the worker exits after 0.3 s
+            try:
+                client.runs.get("run_1")
+            except colossus.SidecarError as exc:
+                reasons.append(exc.reason)
+            except colossus.TransportError:
+                pass  # the call that met the dying worker; the next one restarts it
+    finally:
+        client.close()
+    assert reasons == ["SIDECAR_RESTARTS_EXHAUSTED"] * 3
+
+
 def test_mutations_are_not_replayed_across_a_restart(fake_exe: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
