@@ -41,20 +41,10 @@ from colossus.api.v1alpha1 import (
     system_pb2,
     system_pb2_grpc,
 )
+from colossus.testing._leaf import TestLeaf as Leaf
 
 BEARER = "cb1_" + "Q" * 20 + "-secret-bearer-value-xyz"
 INSTANCE_ID = "inst_fake_1"
-
-
-@dataclass
-class Leaf:
-    cert_pem: bytes
-    key_pem: bytes
-    der: bytes
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.der).hexdigest()
 
 
 def make_leaf(
