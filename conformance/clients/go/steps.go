@@ -209,6 +209,34 @@ type unresolved struct{ ref string }
 
 func (u unresolved) Error() string { return "cannot resolve " + u.ref }
 
+// descend follows one path segment: a key into a map, or an index into a list
+// (a negative index counts from the end).
+func descend(node any, seg string) (any, bool) {
+	switch n := node.(type) {
+	case map[string]any:
+		next, ok := n[seg]
+		return next, ok
+	case []map[string]any:
+		return atIndex(n, seg)
+	case []any:
+		return atIndex(n, seg)
+	case []string:
+		return atIndex(n, seg)
+	}
+	return nil, false
+}
+
+func atIndex[T any](list []T, seg string) (any, bool) {
+	i, err := strconv.Atoi(seg)
+	if err != nil || i < -len(list) || i >= len(list) {
+		return nil, false
+	}
+	if i < 0 {
+		i += len(list)
+	}
+	return list[i], true
+}
+
 // resolve replaces "$step.path" strings with values from earlier steps' reports.
 func resolve(v any, results map[string]map[string]any) (any, error) {
 	switch x := v.(type) {
@@ -223,43 +251,11 @@ func resolve(v any, results map[string]map[string]any) (any, error) {
 		}
 		current := step["value"]
 		for _, seg := range parts[1:] {
-			switch node := current.(type) {
-			case map[string]any:
-				next, ok := node[seg]
-				if !ok {
-					return nil, unresolved{x}
-				}
-				current = next
-			case []map[string]any:
-				i, err := strconv.Atoi(seg)
-				if err != nil || i < -len(node) || i >= len(node) {
-					return nil, unresolved{x}
-				}
-				if i < 0 {
-					i += len(node)
-				}
-				current = node[i]
-			case []any:
-				i, err := strconv.Atoi(seg)
-				if err != nil || i < -len(node) || i >= len(node) {
-					return nil, unresolved{x}
-				}
-				if i < 0 {
-					i += len(node)
-				}
-				current = node[i]
-			case []string:
-				i, err := strconv.Atoi(seg)
-				if err != nil || i < -len(node) || i >= len(node) {
-					return nil, unresolved{x}
-				}
-				if i < 0 {
-					i += len(node)
-				}
-				current = node[i]
-			default:
+			next, ok := descend(current, seg)
+			if !ok {
 				return nil, unresolved{x}
 			}
+			current = next
 		}
 		if current == nil {
 			return nil, unresolved{x}
