@@ -5,11 +5,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	colossus "github.com/obscuritylabs/colossus-sdks/sdk/go"
 )
 
 // TestExamplePrograms runs each program under examples/ against the reference worker.
 func TestExamplePrograms(t *testing.T) {
-	exe := workerExecutable(t)
+	exe := colossus.ReferenceWorker(t)
 	want := map[string]string{
 		"quickstart_sidecar": "run SUCCEEDED",
 		"watch_resume":       "4: three",

@@ -21,21 +21,6 @@ import (
 // sets COLOSSUS_REFERENCE_WORKER and COLOSSUS_REQUIRE_WORKER=1, so there a missing worker
 // fails instead of skipping.
 
-func workerExecutable(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("COLOSSUS_REFERENCE_WORKER")
-	if path == "" {
-		path, _ = exec.LookPath("colossus-reference-worker")
-	}
-	if path == "" {
-		if os.Getenv("COLOSSUS_REQUIRE_WORKER") == "1" {
-			t.Fatal("COLOSSUS_REQUIRE_WORKER=1 but no reference worker was found (set COLOSSUS_REFERENCE_WORKER)")
-		}
-		t.Skip("no reference worker: set COLOSSUS_REFERENCE_WORKER to run the integration tests")
-	}
-	return path
-}
-
 func privateDir(t *testing.T, name string) string {
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -73,7 +58,7 @@ func outputText(events []colossus.RunEvent) string {
 }
 
 func TestIntegrationSidecar(t *testing.T) {
-	exe := workerExecutable(t)
+	exe := colossus.ReferenceWorker(t)
 	ctx := context.Background()
 	c, err := colossus.StartSidecar(ctx, colossus.SidecarOptions{
 		Executable: exe, ApplicationID: "go-sdk-tests", StateDir: privateDir(t, "state"),
@@ -143,7 +128,7 @@ type daemon struct {
 }
 
 func enrollDaemon(t *testing.T) *daemon {
-	exe := workerExecutable(t)
+	exe := colossus.ReferenceWorker(t)
 	d := &daemon{exe: exe, dir: privateDir(t, "public-api")}
 	r, w, err := os.Pipe()
 	if err != nil {

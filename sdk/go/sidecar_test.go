@@ -12,6 +12,9 @@ import (
 	"time"
 )
 
+// referenceWorker finds the reference worker executable. The nox session sets
+// COLOSSUS_REFERENCE_WORKER and COLOSSUS_REQUIRE_WORKER=1, so there a missing worker fails
+// the test instead of skipping it.
 func referenceWorker(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv("COLOSSUS_REFERENCE_WORKER")
@@ -20,9 +23,9 @@ func referenceWorker(t *testing.T) string {
 	}
 	if path == "" {
 		if os.Getenv("COLOSSUS_REQUIRE_WORKER") == "1" {
-			t.Fatal("COLOSSUS_REQUIRE_WORKER=1 but no reference worker was found")
+			t.Fatal("COLOSSUS_REQUIRE_WORKER=1 but no reference worker was found (set COLOSSUS_REFERENCE_WORKER)")
 		}
-		t.Skip("no reference worker: set COLOSSUS_REFERENCE_WORKER")
+		t.Skip("no reference worker: set COLOSSUS_REFERENCE_WORKER to run the tests that need it")
 	}
 	return path
 }
