@@ -65,6 +65,15 @@ def _with_worker(session: nox.Session) -> dict[str, str]:
     return {"COLOSSUS_REQUIRE_WORKER": "1", "COLOSSUS_REFERENCE_WORKER": str(worker)}
 
 
+def _built_with_worker(session: nox.Session) -> dict[str, str]:
+    """The worker installed, node_modules current and the SDK, tests and bench compiled to build/."""
+    env = _with_worker(session)
+    session.chdir(SDK)
+    _npm_ci(session)
+    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
+    return env
+
+
 @nox.session(venv_backend="none")
 def typescript_lint(session: nox.Session) -> None:
     """Type checks, lint, the dual build and the package checks."""
@@ -87,10 +96,7 @@ def typescript_lint(session: nox.Session) -> None:
 @nox.session
 def typescript_tests(session: nox.Session) -> None:
     """Unit tests, then integration tests against the reference worker."""
-    env = _with_worker(session)
-    session.chdir(SDK)
-    _npm_ci(session)
-    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
+    env = _built_with_worker(session)
     tests = sorted(str(p.relative_to(SDK)) for p in (SDK / "build/test").glob("*.test.js"))
     session.run("node", "--test", "--test-concurrency=1", *tests, *session.posargs, external=True, env=env)
 
@@ -98,18 +104,12 @@ def typescript_tests(session: nox.Session) -> None:
 @nox.session
 def typescript_examples(session: nox.Session) -> None:
     """Each example is a program; they start or enrol the reference worker themselves."""
-    env = _with_worker(session)
-    session.chdir(SDK)
-    _npm_ci(session)
-    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
+    env = _built_with_worker(session)
     session.run("node", "--test", "build/test/examples.run.js", *session.posargs, external=True, env=env)
 
 
 @nox.session
 def bench_typescript_sdk(session: nox.Session) -> None:
     """Prints the SDK's figures as ratios measured in one run (see sdk/typescript/README.md)."""
-    env = _with_worker(session)
-    session.chdir(SDK)
-    _npm_ci(session)
-    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
+    env = _built_with_worker(session)
     session.run("node", "--expose-gc", "build/bench/bench.js", *session.posargs, external=True, env=env)

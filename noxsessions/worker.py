@@ -32,24 +32,24 @@ def _install(session: nox.Session) -> None:
     session.install("-e", str(ROOT / "conformance"))
 
 
+def _pytest(session: nox.Session, target: str, *, timeout: int) -> None:
+    _install(session)
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "-q", "--timeout", str(timeout),
+        str(ROOT / target), *session.posargs,
+    )
+
+
 @nox.session
 def worker_tests(session: nox.Session) -> None:
     """Every W requirement in scope, against real worker processes."""
-    _install(session)
-    session.run(
-        "pytest", "-p", "no:cacheprovider", "-q", "--timeout", "120",
-        str(ROOT / "conformance/tests/worker"), *session.posargs,
-    )
+    _pytest(session, "conformance/tests/worker", timeout=120)
 
 
 @nox.session
 def worker_fuzz(session: nox.Session) -> None:
     """Fuzz every RPC with raw request bytes against a real worker (bounded)."""
-    _install(session)
-    session.run(
-        "pytest", "-p", "no:cacheprovider", "-q", "--timeout", "300",
-        str(ROOT / "conformance/tests/worker/fuzz_requests.py"), *session.posargs,
-    )
+    _pytest(session, "conformance/tests/worker/fuzz_requests.py", timeout=300)
 
 
 @nox.session
