@@ -116,6 +116,14 @@ def craft(real_dir: Path, spec: dict[str, Any], parent: Path) -> Crafted:
 
     if "raw" in desc_spec:
         descriptor_bytes = desc_spec["raw"].encode()
+    elif "duplicate" in desc_spec:
+        # The repeated member carries the same value twice, so the document
+        # is right whichever copy a reader keeps: only the duplicate rule can
+        # catch it.
+        repeated = desc_spec["duplicate"]
+        members = [*descriptor.items(), (repeated, descriptor[repeated])]
+        lines = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in members)
+        descriptor_bytes = ("{\n" + lines + "\n}").encode()
     else:
         descriptor_bytes = json.dumps(descriptor, indent=2).encode()
     if "pad_to_bytes" in desc_spec:
@@ -124,13 +132,27 @@ def craft(real_dir: Path, spec: dict[str, Any], parent: Path) -> Crafted:
         descriptor_bytes = descriptor_bytes[:-1] + b" " * max(missing, 0) + descriptor_bytes[-1:]
 
     if not desc_spec.get("absent"):
-        _write(dest / "endpoint.json", descriptor_bytes, desc_spec.get("mode", 0o600))
+        desc_mode = desc_spec.get("mode", 0o600)
+        _place(dest / "endpoint.json", descriptor_bytes, desc_mode, desc_spec.get("symlink", False))
     if not cert_spec.get("absent"):
-        _write(dest / "certificate.pem", certificate, cert_spec.get("mode", 0o600))
+        cert_mode = cert_spec.get("mode", 0o600)
+        _place(dest / "certificate.pem", certificate, cert_mode, cert_spec.get("symlink", False))
     if "dir_mode" in spec:
         os.chmod(dest, spec["dir_mode"])
     pin = descriptor.get("certificate_sha256")
     return Crafted(dest, pin if isinstance(pin, str) else None)
+
+
+def _place(path: Path, data: bytes, mode: int, symlink: bool) -> None:
+    if not symlink:
+        _write(path, data, mode)
+        return
+    # The link points at a private, owner-only copy with the genuine content,
+    # so only a reader that refuses to follow links can tell.
+    target_dir = Path(tempfile.mkdtemp(prefix="link-target-", dir=path.parent.parent))
+    os.chmod(target_dir, 0o700)
+    _write(target_dir / path.name, data, mode)
+    path.symlink_to(target_dir / path.name)
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:

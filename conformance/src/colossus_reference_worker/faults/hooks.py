@@ -126,6 +126,21 @@ def _altered(event: RunEvent) -> RunEvent:
     return twin
 
 
+def _renumbered(event: RunEvent, sequence: int) -> RunEvent:
+    """A copy of ``event`` under another sequence number (new content, not a replay)."""
+    twin = _altered(event)
+    twin.sequence = sequence
+    return twin
+
+
+def _of_other_run(event: RunEvent) -> RunEvent:
+    """The next event in sequence, but carrying a different (well-formed) run ID."""
+    twin = _renumbered(event, event.sequence + 1)
+    last = twin.run_id[-1:]
+    twin.run_id = twin.run_id[:-1] + ("1" if last != "1" else "2")
+    return twin
+
+
 class FaultHooks(WorkerHooks):
     """Applies the armed case's faults and records what the worker sees."""
 
@@ -227,7 +242,8 @@ class FaultHooks(WorkerHooks):
         skipped = {f.sequence for f in faults if f.kind == "skip"}
         # An event numbered at the caller's cursor, sent before the first real one.
         resend = cursor >= 1 and any(f.kind == "resend_before_cursor" for f in faults)
-        triggers = [f for f in faults if f.kind not in ("skip", "resend_before_cursor")]
+        triggers = [f for f in faults if f.kind not in ("skip", "resend_before_cursor", "after_terminal")]
+        after_terminal = any(f.kind == "after_terminal" for f in faults)
         keep = max((f.count for f in triggers if f.kind == "replay"), default=0)
         sent: deque[RunEvent] = deque(maxlen=max(keep, 1))
 
@@ -253,8 +269,13 @@ class FaultHooks(WorkerHooks):
                             yield again
                     elif fault.kind == "replay_altered":
                         yield _altered(event)
+                    elif fault.kind == "other_run":
+                        yield _of_other_run(event)
                     elif await self._trigger(fault, sent) == "stop":
                         return
+            if after_terminal and sent:
+                # The stream ended after the run's terminal event; one more follows.
+                yield _renumbered(sent[-1], sent[-1].sequence + 1)
         finally:
             close = getattr(events, "aclose", None)
             if close is not None:

@@ -16,7 +16,8 @@ from grpclib.const import Status
 from .replies import DOWNLOAD_MODES, REPLY_KINDS, UPLOAD_MODES, ReplyFault
 
 WATCH_KINDS = frozenset(
-    {"replay", "replay_altered", "skip", "clean_close", "fail", "stall", "resend_before_cursor"}
+    {"replay", "replay_altered", "skip", "clean_close", "fail", "stall", "resend_before_cursor",
+     "other_run", "after_terminal"}
 )
 ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info"} | REPLY_KINDS
 
@@ -27,6 +28,8 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "replay_altered": (frozenset({"after_sequence"}), frozenset({"watch"})),
     "skip": (frozenset({"sequence"}), frozenset({"watch"})),
     "resend_before_cursor": (frozenset(), frozenset({"watch"})),
+    "other_run": (frozenset({"after_sequence"}), frozenset({"watch"})),
+    "after_terminal": (frozenset(), frozenset({"watch"})),
     "clean_close": (frozenset({"after_sequence"}), frozenset({"watch"})),
     "fail": (frozenset({"after_sequence", "code"}), frozenset({"watch", "reason"})),
     "stall": (frozenset({"after_sequence", "seconds"}), frozenset({"watch"})),
@@ -238,7 +241,7 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyF
     watch = _int(obj, "watch", minimum=1) if "watch" in obj else 1
     if kind == "skip":
         return WatchFault(kind, watch=watch, sequence=_int(obj, "sequence", minimum=1))
-    if kind == "resend_before_cursor":
+    if kind in ("resend_before_cursor", "after_terminal"):
         return WatchFault(kind, watch=watch)
     after = _int(obj, "after_sequence")
     if kind == "replay":
@@ -253,8 +256,8 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyF
                 or not 0 <= seconds <= MAX_STALL_SECONDS):
             raise FaultSpecError(f"seconds must be between 0 and {MAX_STALL_SECONDS:g}")
         return WatchFault(kind, watch=watch, after_sequence=after, seconds=float(seconds))
-    if kind == "replay_altered" and after < 1:
-        raise FaultSpecError("replay_altered needs after_sequence >= 1")
+    if kind in ("replay_altered", "other_run") and after < 1:
+        raise FaultSpecError(f"{kind} needs after_sequence >= 1")
     return WatchFault(kind, watch=watch, after_sequence=after)
 
 
