@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -25,24 +24,12 @@ import colossus
 log = logging.getLogger("conformance-client")
 
 
-class AsyncCaseRun:
+class AsyncCaseRun(shared.CaseState):
     """Executes the steps of one case through ``AsyncClient`` instances."""
 
     def __init__(self, instruction: dict[str, Any], bearers: dict[str, str]):
-        self.instruction = instruction
-        self.connections = {c["name"]: c for c in instruction["connections"]}
-        self.default = instruction["connections"][0]["name"] if instruction["connections"] else None
-        self.bearers = bearers
+        super().__init__(instruction, bearers)
         self.clients: dict[str, colossus.AsyncClient] = {}
-        self.providers: dict[str, shared.CountingCredentialProvider] = {}
-        self.results: dict[str, dict[str, Any]] = {}
-
-    def credential_calls(self, name: str | None) -> int | None:
-        spec = self.connections.get(name or self.default or "")
-        if spec is None or spec["placement"] != "daemon":
-            return None
-        provider = self.providers.get(spec["name"])
-        return provider.calls if provider is not None else 0
 
     async def client(self, name: str | None) -> colossus.AsyncClient:
         name = name or self.default
@@ -53,38 +40,19 @@ class AsyncCaseRun:
         if spec["placement"] == "sidecar":
             client = await colossus.AsyncClient.start_sidecar(shared.sidecar_options(spec))
         else:
-            provider = self.providers.setdefault(name, shared.CountingCredentialProvider(self.bearers[name]))
-            client = await colossus.AsyncClient.connect(shared.daemon_options(spec, provider))
+            client = await colossus.AsyncClient.connect(shared.daemon_options(spec, self.provider(name)))
         self.clients[name] = client
         return client
 
     async def run(self) -> dict[str, Any]:
-        reports = []
         for step in self.instruction["steps"]:
-            report: dict[str, Any] = {"id": step["id"], "op": step["op"]}
-            started = time.monotonic()
-            conn = step.get("args", {}).get("conn")
-            calls_before = self.credential_calls(conn) if step["op"] != "sleep" else None
-            try:
+            with self.step(step) as report:
                 args = shared.resolve(step.get("args", {}), self.results)
                 value, hooks = await self.perform(step["op"], args, report)
                 report["value"] = value
                 if hooks:
                     report["hooks"] = hooks
-            except shared.UnresolvedReference as exc:
-                report["error"] = {"kind": "unresolved_reference", "message": f"cannot resolve {exc}"}
-            except Exception as exc:
-                log.debug("step %s failed: %s", step["id"], traceback.format_exc())
-                report["error"] = shared.step_error(exc)
-                key = getattr(exc, "idempotency_key", None)
-                if key:
-                    report.setdefault("value", {})["idempotency_key"] = key
-            if calls_before is not None:
-                report["credential_calls"] = (self.credential_calls(conn) or 0) - calls_before
-            report["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
-            self.results[step["id"]] = report
-            reports.append(report)
-        return {"type": "result", "case": self.instruction["case"], "steps": reports}
+        return self.result()
 
     async def close(self) -> None:
         for client in self.clients.values():
@@ -138,58 +106,27 @@ class AsyncCaseRun:
     async def list_runs(
         self, client: colossus.AsyncClient, args: dict[str, Any], report: dict[str, Any]
     ) -> dict[str, Any]:
-        statuses = [colossus.RunStatus[s] for s in args.get("statuses", [])]
-        pager = client.runs.list(statuses=statuses, page_size=int(args.get("page_size", 0)))
-        runs: list[colossus.Run] = []
-        created: list[str] = []
-        max_pages = int(args.get("max_pages", 1000))
-        view: dict[str, Any] = {"run_ids": [], "statuses": [], "created_run_ids": created, "pages": 0}
-        view["stopped_at_max_pages"] = False
-        report["value"] = view
+        pager = client.runs.list(**shared.list_filter(args))
+        tally = shared.PageTally(args, report)
         async for page in pager.pages():
-            view["pages"] += 1
-            runs.extend(page.runs)
-            view["run_ids"] = [r.run_id for r in runs]
-            view["statuses"] = [shared.enum_name(r.status) for r in runs]
-            if view["pages"] == 1:
-                for script in args.get("create_after_first_page", []):
-                    created.append((await client.runs.create(script)).run.run_id)
-            if view["pages"] >= max_pages:
-                view["stopped_at_max_pages"] = True
+            for script in tally.add(page):
+                tally.created((await client.runs.create(script)).run.run_id)
+            if tally.at_limit():
                 break
-        return view
+        return tally.view
 
     async def watch(
         self, client: colossus.AsyncClient, args: dict[str, Any], report: dict[str, Any]
     ) -> tuple[dict[str, Any], list]:
-        events: list[dict[str, Any]] = []
-        hooks: list[dict[str, Any]] = []
-        until = args.get("until_kind")
-        limit = args.get("max_events")
-
-        def on_reconnect(info: Any) -> None:
-            hooks.append(
-                {"hook": "reconnect", "after_sequence": info.after_sequence, "attempt": info.attempt}
-            )
-
-        report["value"] = {"events": events, "completed": False}
-        stopped_early = False
-        async with client.runs.watch(
-            args["run_id"],
-            after_sequence=int(args.get("after_sequence", 0)),
-            on_reconnect=on_reconnect,
-            idle_timeout=float(args.get("idle_timeout_seconds", 20.0)),
-        ) as watch:
+        tally = shared.WatchTally(args, report)
+        async with client.runs.watch(args["run_id"], **tally.options) as watch:
             try:
                 async for event in watch:
-                    events.append(shared.event_view(event))
-                    if (until and events[-1]["kind"] == until) or (limit and len(events) >= int(limit)):
-                        stopped_early = True
+                    if tally.add(event):
                         break
             finally:
-                if hooks:
-                    report["hooks"] = hooks
-        return {"events": events, "completed": not stopped_early, "reconnects": len(hooks)}, hooks
+                tally.keep_hooks()
+        return tally.outcome()
 
 
 def run_async_case(message: dict[str, Any], bearers: dict[str, str]) -> dict[str, Any]:

@@ -19,7 +19,8 @@ import struct
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -371,17 +372,17 @@ def resolve(value: Any, results: dict[str, dict[str, Any]]) -> Any:
 # -- one case ----------------------------------------------------------------------------
 
 
-class CaseRun:
-    """Executes the steps of one case against one or more SDK clients."""
+class CaseState:
+    """What the sync and the async runner of one case share: connections, providers, reports."""
 
     def __init__(self, instruction: dict[str, Any], bearers: dict[str, str]):
         self.instruction = instruction
         self.connections = {c["name"]: c for c in instruction["connections"]}
         self.default = instruction["connections"][0]["name"] if instruction["connections"] else None
         self.bearers = bearers
-        self.clients: dict[str, colossus.Client] = {}
         self.providers: dict[str, CountingCredentialProvider] = {}
         self.results: dict[str, dict[str, Any]] = {}
+        self.reports: list[dict[str, Any]] = []
 
     def credential_calls(self, name: str | None) -> int | None:
         """Calls so far of a daemon connection's provider; None for sidecars and sleeps."""
@@ -391,47 +392,140 @@ class CaseRun:
         provider = self.providers.get(spec["name"])
         return provider.calls if provider is not None else 0
 
+    def provider(self, name: str) -> CountingCredentialProvider:
+        return self.providers.setdefault(name, CountingCredentialProvider(self.bearers[name]))
+
+    @contextmanager
+    def step(self, step: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Records one step: a failure inside becomes its error, and the report is kept."""
+        report: dict[str, Any] = {"id": step["id"], "op": step["op"]}
+        started = time.monotonic()
+        conn = step.get("args", {}).get("conn")
+        calls_before = self.credential_calls(conn) if step["op"] != "sleep" else None
+        try:
+            yield report
+        except UnresolvedReference as exc:
+            report["error"] = {"kind": "unresolved_reference", "message": f"cannot resolve {exc}"}
+        except Exception as exc:
+            log.debug("step %s failed: %s", step["id"], traceback.format_exc())
+            report["error"] = step_error(exc)
+            key = getattr(exc, "idempotency_key", None)
+            if key:
+                report.setdefault("value", {})["idempotency_key"] = key
+        if calls_before is not None:
+            report["credential_calls"] = (self.credential_calls(conn) or 0) - calls_before
+        report["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
+        self.results[step["id"]] = report
+        self.reports.append(report)
+
+    def result(self) -> dict[str, Any]:
+        return {"type": "result", "case": self.instruction["case"], "steps": self.reports}
+
+
+class PageTally:
+    """The list_runs view, filled page by page; what arrived before a failure is reported too."""
+
+    def __init__(self, args: dict[str, Any], report: dict[str, Any]):
+        self.max_pages = int(args.get("max_pages", 1000))
+        self.create_after_first_page: list[Any] = args.get("create_after_first_page", [])
+        self.runs: list[colossus.Run] = []
+        self.view: dict[str, Any] = {"run_ids": [], "statuses": [], "created_run_ids": [], "pages": 0}
+        self.view["stopped_at_max_pages"] = False
+        report["value"] = self.view
+
+    def add(self, page: Any) -> list[Any]:
+        """Counts a page in; returns the scripts to create now (only after the first page)."""
+        self.view["pages"] += 1
+        self.runs.extend(page.runs)
+        self.view["run_ids"] = [r.run_id for r in self.runs]
+        self.view["statuses"] = [enum_name(r.status) for r in self.runs]
+        return self.create_after_first_page if self.view["pages"] == 1 else []
+
+    def created(self, run_id: str) -> None:
+        self.view["created_run_ids"].append(run_id)
+
+    def at_limit(self) -> bool:
+        if self.view["pages"] >= self.max_pages:
+            self.view["stopped_at_max_pages"] = True
+        return bool(self.view["stopped_at_max_pages"])
+
+
+def list_filter(args: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``runs.list`` for a list_runs step."""
+    return {
+        "statuses": [colossus.RunStatus[s] for s in args.get("statuses", [])],
+        "page_size": int(args.get("page_size", 0)),
+    }
+
+
+class WatchTally:
+    """The watch view: events and reconnect hooks, kept in the report as they arrive so a
+    failure still shows what was delivered before it."""
+
+    def __init__(self, args: dict[str, Any], report: dict[str, Any]):
+        self.report = report
+        self.events: list[dict[str, Any]] = []
+        self.hooks: list[dict[str, Any]] = []
+        self.until = args.get("until_kind")
+        self.limit = args.get("max_events")
+        self.stopped_early = False
+        report["value"] = {"events": self.events, "completed": False}
+        self.options: dict[str, Any] = {
+            "after_sequence": int(args.get("after_sequence", 0)),
+            "on_reconnect": self.on_reconnect,
+            "idle_timeout": float(args.get("idle_timeout_seconds", 20.0)),
+        }
+
+    def on_reconnect(self, info: Any) -> None:
+        hook = {"hook": "reconnect", "after_sequence": info.after_sequence, "attempt": info.attempt}
+        self.hooks.append(hook)
+
+    def add(self, event: colossus.RunEvent) -> bool:
+        """Keeps an event; True once the step's stop condition is met."""
+        self.events.append(event_view(event))
+        last_kind = self.events[-1]["kind"]
+        if (self.until and last_kind == self.until) or (self.limit and len(self.events) >= int(self.limit)):
+            self.stopped_early = True
+        return self.stopped_early
+
+    def keep_hooks(self) -> None:
+        if self.hooks:
+            self.report["hooks"] = self.hooks
+
+    def outcome(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        view = {"events": self.events, "completed": not self.stopped_early, "reconnects": len(self.hooks)}
+        return view, self.hooks
+
+
+class CaseRun(CaseState):
+    """Executes the steps of one case against one or more SDK clients."""
+
+    def __init__(self, instruction: dict[str, Any], bearers: dict[str, str]):
+        super().__init__(instruction, bearers)
+        self.clients: dict[str, colossus.Client] = {}
+
     def client(self, name: str | None) -> colossus.Client:
         name = name or self.default
+        assert name is not None
         if name in self.clients:
             return self.clients[name]
         spec = self.connections[name]
         if spec["placement"] == "sidecar":
             client = colossus.Client.start_sidecar(sidecar_options(spec))
         else:
-            provider = self.providers.setdefault(name, CountingCredentialProvider(self.bearers[name]))
-            client = colossus.Client.connect(daemon_options(spec, provider))
+            client = colossus.Client.connect(daemon_options(spec, self.provider(name)))
         self.clients[name] = client
         return client
 
     def run(self) -> dict[str, Any]:
-        reports = []
         for step in self.instruction["steps"]:
-            report: dict[str, Any] = {"id": step["id"], "op": step["op"]}
-            started = time.monotonic()
-            conn = step.get("args", {}).get("conn")
-            calls_before = self.credential_calls(conn) if step["op"] != "sleep" else None
-            try:
+            with self.step(step) as report:
                 args = resolve(step.get("args", {}), self.results)
                 value, hooks = self.perform(step["op"], args, report)
                 report["value"] = value
                 if hooks:
                     report["hooks"] = hooks
-            except UnresolvedReference as exc:
-                report["error"] = {"kind": "unresolved_reference", "message": f"cannot resolve {exc}"}
-            except Exception as exc:
-                log.debug("step %s failed: %s", step["id"], traceback.format_exc())
-                report["error"] = step_error(exc)
-                key = getattr(exc, "idempotency_key", None)
-                if key:
-                    report.setdefault("value", {})["idempotency_key"] = key
-            if calls_before is not None:
-                calls_after = self.credential_calls(conn)
-                report["credential_calls"] = (calls_after or 0) - calls_before
-            report["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
-            self.results[step["id"]] = report
-            reports.append(report)
-        return {"type": "result", "case": self.instruction["case"], "steps": reports}
+        return self.result()
 
     def close(self) -> None:
         for client in self.clients.values():
@@ -449,7 +543,7 @@ class CaseRun:
             return {}, []
         conn = args.get("conn")
         if op == "close":
-            client = self.clients.pop(conn or self.default, None)
+            client = self.clients.pop(conn or self.default or "", None)
             if client is not None:
                 client.close()
             return {}, []
@@ -457,7 +551,8 @@ class CaseRun:
         if op == "connect":
             return {"server_info": server_info_view(client.server_info)}, []
         if op == "create_run":
-            return self.create_run(client, args), []
+            parts, kwargs = create_arguments(args)
+            return created_view(client.runs.create(parts, **kwargs)), []
         if op == "get_run":
             return {"run": run_view(client.runs.get(args["run_id"]))}, []
         if op == "cancel_run":
@@ -481,67 +576,27 @@ class CaseRun:
     def list_runs(
         self, client: colossus.Client, args: dict[str, Any], report: dict[str, Any]
     ) -> dict[str, Any]:
-        statuses = [colossus.RunStatus[s] for s in args.get("statuses", [])]
-        pager = client.runs.list(statuses=statuses, page_size=int(args.get("page_size", 0)))
-        runs: list[colossus.Run] = []
-        created: list[str] = []
-        max_pages = int(args.get("max_pages", 1000))
-        view: dict[str, Any] = {"run_ids": [], "statuses": [], "created_run_ids": created, "pages": 0}
-        view["stopped_at_max_pages"] = False
-        # What arrived before a failure is reported next to the error.
-        report["value"] = view
+        pager = client.runs.list(**list_filter(args))
+        tally = PageTally(args, report)
         for page in pager.pages():
-            view["pages"] += 1
-            runs.extend(page.runs)
-            view["run_ids"] = [r.run_id for r in runs]
-            view["statuses"] = [enum_name(r.status) for r in runs]
-            if view["pages"] == 1:
-                for script in args.get("create_after_first_page", []):
-                    created.append(client.runs.create(script).run.run_id)
-            if view["pages"] >= max_pages:
-                view["stopped_at_max_pages"] = True
+            for script in tally.add(page):
+                tally.created(client.runs.create(script).run.run_id)
+            if tally.at_limit():
                 break
-        return view
-
-    def create_run(self, client: colossus.Client, args: dict[str, Any]) -> dict[str, Any]:
-        parts, kwargs = create_arguments(args)
-        return created_view(client.runs.create(parts, **kwargs))
+        return tally.view
 
     def watch(
         self, client: colossus.Client, args: dict[str, Any], report: dict[str, Any]
     ) -> tuple[dict[str, Any], list]:
-        events: list[dict[str, Any]] = []
-        hooks: list[dict[str, Any]] = []
-        until = args.get("until_kind")
-        limit = args.get("max_events")
-        completed = False
-
-        def on_reconnect(info: Any) -> None:
-            hooks.append(
-                {"hook": "reconnect", "after_sequence": info.after_sequence, "attempt": info.attempt}
-            )
-
-        # Partial observations survive a failure: the events delivered before
-        # the error are part of what the runner judges.
-        report["value"] = {"events": events, "completed": False}
-        with client.runs.watch(
-            args["run_id"],
-            after_sequence=int(args.get("after_sequence", 0)),
-            on_reconnect=on_reconnect,
-            idle_timeout=float(args.get("idle_timeout_seconds", 20.0)),
-        ) as watch:
-            stopped_early = False
+        tally = WatchTally(args, report)
+        with client.runs.watch(args["run_id"], **tally.options) as watch:
             try:
                 for event in watch:
-                    events.append(event_view(event))
-                    if (until and events[-1]["kind"] == until) or (limit and len(events) >= int(limit)):
-                        stopped_early = True
+                    if tally.add(event):
                         break
             finally:
-                if hooks:
-                    report["hooks"] = hooks
-            completed = not stopped_early
-        return {"events": events, "completed": completed, "reconnects": len(hooks)}, hooks
+                tally.keep_hooks()
+        return tally.outcome()
 
 
 # -- protocol loop -----------------------------------------------------------------------
