@@ -1,12 +1,33 @@
-"""Protobuf wire-format primitives for the few messages the worker encodes by hand.
+"""Protobuf wire-format primitives for what the worker encodes or inspects by hand.
 
-Used for `google.rpc.Status` (which the contract does not import) and for the fast
-watch-event path; everything else goes through the generated classes.
+Encoding serves `google.rpc.Status` (which the contract does not import) and the fast
+watch-event path; decoding serves the request guards (``wire_guard``, ``wire_schema``)
+that look at raw bytes before the generated classes parse them.
 """
 
 from __future__ import annotations
 
 _SMALL = [bytes([n]) for n in range(128)]
+MAX_VARINT_BYTES = 10
+
+
+class Malformed(Exception):
+    """The bytes are not well-formed protobuf wire format."""
+
+
+def read_varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it; it must end before ``end``."""
+    value = shift = 0
+    for _ in range(MAX_VARINT_BYTES):
+        if pos >= end:
+            break
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    raise Malformed()
 
 
 def varint(value: int) -> bytes:

@@ -15,23 +15,11 @@ from grpclib.const import Status
 
 from .config import Limits
 from .errors import ApiError, invalid
-
-
-class _Malformed(Exception):
-    pass
+from .protowire import Malformed, read_varint
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise _Malformed()
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
+    return read_varint(data, pos, len(data))
 
 
 def top_level_fields(data: bytes) -> Iterator[tuple[int, int, int, int]]:
@@ -51,9 +39,9 @@ def top_level_fields(data: bytes) -> Iterator[tuple[int, int, int, int]]:
         elif wire == 5:
             pos += 4
         else:
-            raise _Malformed()
+            raise Malformed()
         if pos > len(data) or field == 0:
-            raise _Malformed()
+            raise Malformed()
         yield field, wire, start, pos
 
 
@@ -84,7 +72,7 @@ def check_create_run(data: bytes, limits: Limits) -> None:
                     "skills cannot be selected through this API version",
                     {"field": "selected_skills"},
                 )
-    except _Malformed:
+    except Malformed:
         raise invalid("request", "the request is not a valid protobuf message") from None
 
 
@@ -101,5 +89,5 @@ def check_list_runs(data: bytes, limits: Limits) -> None:
                     f"at most {limits.max_list_status_filters} status values are accepted",
                     {"field": "statuses", "limit": "max_list_status_filters"},
                 )
-    except _Malformed:
+    except Malformed:
         raise invalid("request", "the request is not a valid protobuf message") from None

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import invalid
+from .protowire import Malformed, read_varint
 
 MAX_UNKNOWN_FIELDS = 16
 MAX_REPEATED = 128
-_MAX_VARINT_BYTES = 10
 
 _WIRE_OF_TYPE = {
     "string": 2, "bytes": 2, "message": 2,
@@ -48,10 +48,6 @@ class _Field:
     oneof: str | None
     utf8: bool
     message: type[Any] | None
-
-
-class _Malformed(Exception):
-    pass
 
 
 _SCHEMAS: dict[type[Any], dict[int, _Field]] = {}
@@ -79,30 +75,16 @@ def _build_schema(message_type: type[Any]) -> dict[int, _Field]:
     return fields
 
 
-def _varint(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    for _ in range(_MAX_VARINT_BYTES):
-        if pos >= end:
-            break
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-    raise _Malformed()
-
-
 def _packed_count(data: bytes | memoryview, start: int, end: int, wire: int, limit: int) -> int:
     """How many values a packed run holds; stops counting past ``limit``."""
     if wire in _FIXED_SIZE:
         size = _FIXED_SIZE[wire]
         if (end - start) % size:
-            raise _Malformed()
+            raise Malformed()
         return (end - start) // size
     count, pos = 0, start
     while pos < end and count <= limit:
-        _, pos = _varint(data, pos, end)
+        _, pos = read_varint(data, pos, end)
         count += 1
     return count
 
@@ -119,15 +101,15 @@ def _check(message_type: type[Any], data: memoryview, start: int, end: int, wher
     unknown = 0
     pos = start
     while pos < end:
-        key, pos = _varint(data, pos, end)
+        key, pos = read_varint(data, pos, end)
         number, wire = key >> 3, key & 7
         if number == 0:
-            raise _Malformed()
+            raise Malformed()
         value_start = pos
         if wire == 0:
-            _, pos = _varint(data, pos, end)
+            _, pos = read_varint(data, pos, end)
         elif wire == 2:
-            length, value_start = _varint(data, pos, end)
+            length, value_start = read_varint(data, pos, end)
             pos = value_start + length
         elif wire in _FIXED_SIZE:
             pos += _FIXED_SIZE[wire]
@@ -136,7 +118,7 @@ def _check(message_type: type[Any], data: memoryview, start: int, end: int, wher
             raise invalid(_path(where, field.name, None) if field else where or "request",
                           "groups and unknown wire types are not accepted")
         if pos > end:
-            raise _Malformed()
+            raise Malformed()
         field = schema.get(number)
         if field is None:
             unknown += 1
@@ -174,5 +156,5 @@ def check_message(message_type: type[Any], data: bytes) -> None:
     """Raise ``INVALID_ARGUMENT`` naming the field when ``data`` breaks a rule above."""
     try:
         _check(message_type, memoryview(data), 0, len(data), "")
-    except _Malformed:
+    except Malformed:
         raise invalid("request", "the request is not a valid protobuf message") from None

@@ -19,6 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from colossus_reference_worker.protowire import varint
+
 from conftest import ROOMY, error_info, pb
 
 EXAMPLES = 150
@@ -38,28 +40,19 @@ VALID = {
 }
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 @st.composite
 def _field_soup(draw: st.DrawFn) -> bytes:
     out = b""
     for _ in range(draw(st.integers(0, 12))):
         number, wire = draw(st.integers(1, 20)), draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7]))
-        out += _varint(number << 3 | wire)
+        out += varint(number << 3 | wire)
         if wire == 0:
-            out += _varint(draw(st.integers(0, 2**64 - 1)))
+            out += varint(draw(st.integers(0, 2**64 - 1)))
         elif wire in (1, 5):
             out += draw(st.binary(min_size=8 if wire == 1 else 4, max_size=8 if wire == 1 else 4))
         elif wire == 2:
             body = draw(st.one_of(st.binary(max_size=40), st.text(max_size=20).map(str.encode)))
-            out += _varint(max(0, len(body) + draw(st.sampled_from([0, 0, 0, 1, -1])))) + body
+            out += varint(max(0, len(body) + draw(st.sampled_from([0, 0, 0, 1, -1])))) + body
     return out
 
 

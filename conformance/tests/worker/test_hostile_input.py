@@ -15,21 +15,14 @@ from dataclasses import dataclass
 import pytest
 from raw_h2 import RawClient, frame
 
+from colossus_reference_worker.protowire import varint
+
 from conftest import pb, script
 
 RUNS = "/colossus.api.v1alpha1.RunService/"
 SYSTEM = "/colossus.api.v1alpha1.SystemService/GetServerInfo"
 INVALID, NOT_FOUND, EXHAUSTED, UNIMPLEMENTED = 3, 5, 8, 12
 INTERNAL = 13
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 def field(number: int, wire: int, value: bytes) -> bytes:

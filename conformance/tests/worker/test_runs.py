@@ -9,6 +9,8 @@ import uuid
 import grpc
 import pytest
 
+from colossus_reference_worker.protowire import varint
+
 from conftest import expect_error, pb, script
 
 S = pb.runs
@@ -101,17 +103,8 @@ def test_input_bounds_and_script_errors(shared_worker):
                  "FIELD_INVALID")
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, v = v & 0x7F, v >> 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
 def _ld(field: int, body: bytes) -> bytes:
-    return _varint(field << 3 | 2) + _varint(len(body)) + body
+    return varint(field << 3 | 2) + varint(len(body)) + body
 
 
 def test_wire_guard_refuses_before_decoding(shared_worker):
@@ -128,13 +121,13 @@ def test_wire_guard_refuses_before_decoding(shared_worker):
     expect_error(lambda: c.raw_unary("CreateRun", header + _ld(10, b"s") + b"\xff\xff",
                                      pb.rs.CreateRunResponse),
                  OK.INVALID_ARGUMENT, "SKILLS_NOT_SUPPORTED")
-    unpacked = b"".join(_varint(1 << 3) + _varint(5) for _ in range(10))
-    packed = _ld(1, b"".join(_varint(5) for _ in range(10)))
-    mixed = _ld(1, b"".join(_varint(5) for _ in range(5))) + unpacked[: 2 * 5]
+    unpacked = b"".join(varint(1 << 3) + varint(5) for _ in range(10))
+    packed = _ld(1, b"".join(varint(5) for _ in range(10)))
+    mixed = _ld(1, b"".join(varint(5) for _ in range(5))) + unpacked[: 2 * 5]
     for payload in (unpacked, packed, mixed):
         expect_error(lambda p=payload: c.raw_unary("ListRuns", p, pb.rs.ListRunsResponse),
                      OK.INVALID_ARGUMENT, "STATUS_FILTER_TOO_LARGE")
-    nine = _ld(1, b"".join(_varint(v) for v in range(1, 10)))
+    nine = _ld(1, b"".join(varint(v) for v in range(1, 10)))
     assert c.raw_unary("ListRuns", nine, pb.rs.ListRunsResponse) is not None
 
 
@@ -362,7 +355,7 @@ def test_list_runs_bounded_work_with_sparse_filter(make_worker):
 
 def test_unknown_status_value_is_refused(shared_worker):
     c = shared_worker.client("app1")
-    payload = _varint(1 << 3) + _varint(42)
+    payload = varint(1 << 3) + varint(42)
     expect_error(lambda: c.raw_unary("ListRuns", payload, pb.rs.ListRunsResponse),
                  OK.INVALID_ARGUMENT, "FIELD_INVALID")
     assert struct is not None and threading is not None
@@ -371,7 +364,7 @@ def test_unknown_status_value_is_refused(shared_worker):
 def test_unknown_enum_values_are_refused(shared_worker):
     c = shared_worker.client("app1")
     base = _ld(1, key().encode()) + _ld(2, _ld(1, b"a"))
-    meta = expect_error(lambda: c.raw_unary("CreateRun", base + _varint(3 << 3) + _varint(7),
+    meta = expect_error(lambda: c.raw_unary("CreateRun", base + varint(3 << 3) + varint(7),
                                             pb.rs.CreateRunResponse),
                         OK.INVALID_ARGUMENT, "FIELD_INVALID")
     assert meta["field"] == "mode"

@@ -31,15 +31,6 @@ def test_fast_encoding_matches_generated_classes(event):
     assert encode_watch_response("run_abc", payload) == expected
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, v = v & 0x7F, v >> 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
 def test_guard_counts_packed_and_unpacked_statuses():
     limits = Limits()
     nine_mixed = bytes([0x0A, 4, 1, 2, 3, 4]) + b"".join(bytes([0x08, v]) for v in range(5, 10))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import JournalIntegrityError
 from ..journal import Journal
-from ..journal.heads import checkpoint_seal, seal_matches
+from ..journal.heads import verify_checkpoint
 from ..state import StateError
 
 JOURNAL_FILE = "journal.sqlite3"
@@ -74,13 +74,7 @@ class ReadOnlyJournal(Journal):
         if row is None:
             raise JournalIntegrityError(
                 f"{self._path}: no sealed checkpoint (start the worker once to seal it)")
-        records, last, seal = row
-        if not seal_matches(checkpoint_seal(self._key, records, last), seal):
-            raise JournalIntegrityError(f"{self._path}: the journal checkpoint was altered")
-        if (records, last) != (count, position):
-            raise JournalIntegrityError(
-                f"{self._path}: the checkpoint names {records} records up to position {last}, "
-                f"the file holds {count} up to {position}; records were removed")
+        verify_checkpoint(self._path, self._key, row, (count, position))
 
     def all_streams(self) -> list[str]:
         """Every stream name present, in order of first appearance."""

@@ -18,6 +18,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
+from pathlib import Path
+
+from ..errors import JournalIntegrityError
 
 HEADS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS heads (
@@ -49,3 +52,21 @@ def checkpoint_seal(key: bytes, records: int, position: int) -> bytes:
 
 def seal_matches(expected: bytes, stored: bytes) -> bool:
     return hmac.compare_digest(expected, bytes(stored))
+
+
+def verify_checkpoint(
+    path: Path, key: bytes, sealed: tuple[int, int, bytes], found: tuple[int, int]
+) -> None:
+    """Fails unless the sealed checkpoint is genuine and names exactly the records found.
+
+    ``sealed`` is the checkpoint row (records, last position, seal); ``found`` is what
+    the records table holds now (count, highest position).
+    """
+    records, last, seal = sealed
+    count, position = found
+    if not seal_matches(checkpoint_seal(key, records, last), seal):
+        raise JournalIntegrityError(f"{path}: the journal checkpoint was altered")
+    if (records, last) != (count, position):
+        raise JournalIntegrityError(
+            f"{path}: the checkpoint names {records} records up to position {last}, "
+            f"the file holds {count} up to {position}; records were removed")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalIntegrityError, StorageFull, StorageUnavailable
-from .heads import HEADS_SCHEMA, checkpoint_seal, head_seal, seal_matches
+from .heads import HEADS_SCHEMA, checkpoint_seal, head_seal, seal_matches, verify_checkpoint
 from .records import GENESIS, Record, canonical_json, record_hash
 
 log = logging.getLogger(__name__)
@@ -189,13 +189,7 @@ class Journal:
             with self.transaction():
                 self._seal_as_found(count, position)
             return
-        records, last, seal = row
-        if not seal_matches(checkpoint_seal(self._key, records, last), seal):
-            raise JournalIntegrityError(f"{self._path}: the journal checkpoint was altered")
-        if (records, last) != (count, position):
-            raise JournalIntegrityError(
-                f"{self._path}: the checkpoint names {records} records up to position {last}, "
-                f"the file holds {count} up to {position}; records were removed")
+        verify_checkpoint(self._path, self._key, row, (count, position))
 
     def _seal_as_found(self, count: int, position: int) -> None:
         rows = self._db.execute(
