@@ -442,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for column in columns:
                 sdks.build(clients[column])
+            # The baseline runs the snapshot itself, so it needs the same build a mutant gets
+            # (an unbuilt TypeScript copy fails every case and would hide every kill).
+            for command in mutants.build:
+                subprocess.run([expand(a, snapshot) for a in command], cwd=snapshot, check=True)
             healthy = {c: column_spec(clients[c], mutants, snapshot) for c in columns}
             broken = baseline_failures(suite, healthy, all_cases)
             for column, ids in broken.items():
