@@ -442,11 +442,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for column in columns:
                 sdks.build(clients[column])
-            # The baseline runs the snapshot itself, so it needs the same build a mutant gets
-            # (an unbuilt TypeScript copy fails every case and would hide every kill).
+            # The baseline runs an unmutated copy built like any mutant: run in the snapshot
+            # itself it would leave build output there (the Go client's rebuilt binary) that
+            # every mutant copy inherits, and unbuilt (TypeScript) it fails every case.
+            pristine = make_copy(mutants, scratch, snapshot)
             for command in mutants.build:
-                subprocess.run([expand(a, snapshot) for a in command], cwd=snapshot, check=True)
-            healthy = {c: column_spec(clients[c], mutants, snapshot) for c in columns}
+                subprocess.run([expand(a, pristine) for a in command], cwd=pristine, check=True)
+            healthy = {c: column_spec(clients[c], mutants, pristine) for c in columns}
             broken = baseline_failures(suite, healthy, all_cases)
             for column, ids in broken.items():
                 print(f"[{column}] healthy SDK fails {len(ids)} case(s), not counted as kills: {sorted(ids)}")
