@@ -30,6 +30,8 @@ def test_new_kinds_parse():
             {"kind": "upload_reply", "mode": "digest"},
             {"kind": "list_runs_repeat"},
             {"kind": "resend_before_cursor", "watch": 2},
+            {"kind": "other_run", "after_sequence": 2},
+            {"kind": "after_terminal", "watch": 3},
             {"kind": "server_info", "limits": {"max_request_bytes": 65536}},
         ]
     )
@@ -37,6 +39,8 @@ def test_new_kinds_parse():
     assert plan.replies[0].after_chunks == 2
     assert plan.replies[2].from_call == 2
     assert plan.watch[0].kind == "resend_before_cursor" and plan.watch[0].watch == 2
+    assert plan.watch[1].kind == "other_run" and plan.watch[1].after_sequence == 2
+    assert plan.watch[2].kind == "after_terminal" and plan.watch[2].watch == 3
     assert plan.server_info is not None and plan.server_info.limits == (("max_request_bytes", 65536),)
 
 
@@ -48,6 +52,9 @@ def test_new_kinds_parse():
         {"kind": "upload_reply", "mode": "size", "extra": 1},
         {"kind": "server_info", "limits": {"max_watches": 1}},
         {"kind": "server_info", "limits": {"max_request_bytes": 0}},
+        {"kind": "other_run"},
+        {"kind": "other_run", "after_sequence": 0},
+        {"kind": "after_terminal", "after_sequence": 1},
     ],
 )
 def test_bad_new_faults_are_refused(fault):
