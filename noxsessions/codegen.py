@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "noxsessions" / "requirements-codegen.txt"
 CODEGEN_CACHE = Path(os.environ.get("COLOSSUS_CODEGEN_CACHE", ROOT / ".cache" / "codegen"))
 GENERATED_DIRS = {
-    "python": "sdk/python/src/colossus/api",
+    "python": "sdk/python/src/colossus_agent_client/api",
     "typescript": "sdk/typescript/src/gen",
     "go": "sdk/go/gen",
     "worker": "conformance/src/colossus_reference_worker/_gen",
@@ -41,14 +41,14 @@ DEFAULT_SESSIONS = [
 ]
 
 # Imports each generated module by name, so a broken import inside any of them fails.
-# The hand-written parent packages (colossus, colossus_reference_worker) are stood in for
-# by bare package objects: generated code must not depend on the layer above it, and
-# their own dependencies are other sessions' business. Both import roots load in one
+# The hand-written parent packages (colossus_agent_client, colossus_reference_worker)
+# are stood in for by bare package objects: generated code must not depend on the layer
+# above it, and their own dependencies are other sessions' business. Both import roots load in one
 # interpreter, which also proves the two Python bindings do not clash.
 IMPORT_ALL = """
 import importlib, pathlib, sys, types
 count = 0
-for root, package in ((sys.argv[1], "colossus.api"),
+for root, package in ((sys.argv[1], "colossus_agent_client.api"),
                       (sys.argv[2], "colossus_reference_worker._gen")):
     base = pathlib.Path(root)
     parent = package.split(".")[0]
@@ -92,7 +92,7 @@ def compile_python(session: nox.Session) -> None:
     cache = str(ROOT / ".cache/mypy-codegen")
     mypy = ["mypy", "--strict", "--follow-imports=silent", "--cache-dir", cache]
     session.chdir(sdk_src)
-    session.run(*mypy, "-p", "colossus.api")
+    session.run(*mypy, "-p", "colossus_agent_client.api")
     session.chdir(worker_src)
     worker_files = sorted(
         str(p.relative_to(worker_src)) for p in (ROOT / GENERATED_DIRS["worker"]).rglob("*.py")

@@ -58,7 +58,7 @@ def python_sdk_lint(session: nox.Session) -> None:
     with session.chdir(SDK):
         session.run("ruff", "check", "src", "tests", "examples", "benchmarks")
         session.run("ruff", "format", "--check", "src", "tests", "examples", "benchmarks")
-        session.run("mypy", "--strict", "src/colossus", "examples", "benchmarks")
+        session.run("mypy", "--strict", "src/colossus_agent_client", "examples", "benchmarks")
     session.install("-r", str(SDK / "requirements-release.txt"))
     dist = Path(session.create_tmp()).resolve() / "dist"
     session.run("python", "-m", "build", "--outdir", str(dist), str(SDK))

@@ -32,7 +32,7 @@ NOT_CITING = (
     "*/_gen/*",
     "sdk/go/gen/*",
     "sdk/typescript/src/gen/*",
-    "sdk/python/src/colossus/api/*",
+    "sdk/python/src/colossus_agent_client/api/*",
     "*package-lock.json",
     "*go.sum",
     "*.pem",

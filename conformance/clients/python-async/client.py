@@ -19,7 +19,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 import client as shared
-import colossus
+import colossus_agent_client as colossus
 
 log = logging.getLogger("conformance-client")
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import colossus
+import colossus_agent_client as colossus
 
 PROTOCOL_VERSION = 1
 log = logging.getLogger("conformance-client")

@@ -25,13 +25,13 @@ from google.rpc import error_details_pb2, status_pb2
 
 # Import the SDK's generated stubs without running the SDK package's __init__ (and so
 # without its runtime dependencies), exactly like tests/worker does.
-_SDK = Path(__file__).resolve().parents[3] / "sdk" / "python" / "src" / "colossus"
-if "colossus" not in sys.modules:
-    _pkg = types.ModuleType("colossus")
+_SDK = Path(__file__).resolve().parents[3] / "sdk" / "python" / "src" / "colossus_agent_client"
+if "colossus_agent_client" not in sys.modules:
+    _pkg = types.ModuleType("colossus_agent_client")
     _pkg.__path__ = [str(_SDK)]
-    sys.modules["colossus"] = _pkg
+    sys.modules["colossus_agent_client"] = _pkg
 
-from colossus.api.v1alpha1 import (  # noqa: E402
+from colossus_agent_client.api.v1alpha1 import (  # noqa: E402
     artifacts_pb2,
     artifacts_pb2_grpc,
     run_service_pb2,

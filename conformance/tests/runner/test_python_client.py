@@ -7,7 +7,7 @@ import pytest
 
 from .conftest import SUITE
 
-colossus = pytest.importorskip("colossus")
+colossus = pytest.importorskip("colossus_agent_client")
 
 # Classes that legitimately have no more specific kind than "other".
 GENERIC = {"ColossusError", "ApiError", "SidecarError", "ClientClosedError"}

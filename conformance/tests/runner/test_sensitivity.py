@@ -16,7 +16,7 @@ from colossus_conformance.sdks import ClientSpec
 
 from .conftest import HERE, SUITE
 
-pytest.importorskip("colossus")
+pytest.importorskip("colossus_agent_client")
 pytest.importorskip("colossus_reference_worker.cli")
 
 MUTANTS = {

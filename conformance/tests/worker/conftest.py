@@ -21,13 +21,13 @@ from typing import Any
 import grpc
 import pytest
 
-_SDK = Path(__file__).resolve().parents[3] / "sdk" / "python" / "src" / "colossus"
-if "colossus" not in sys.modules:
-    _pkg = types.ModuleType("colossus")
+_SDK = Path(__file__).resolve().parents[3] / "sdk" / "python" / "src" / "colossus_agent_client"
+if "colossus_agent_client" not in sys.modules:
+    _pkg = types.ModuleType("colossus_agent_client")
     _pkg.__path__ = [str(_SDK)]
-    sys.modules["colossus"] = _pkg
+    sys.modules["colossus_agent_client"] = _pkg
 
-from colossus.api.v1alpha1 import (  # noqa: E402
+from colossus_agent_client.api.v1alpha1 import (  # noqa: E402
     run_service_pb2,
     run_service_pb2_grpc,
     runs_pb2,

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import grpc
-from colossus.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
+from colossus_agent_client.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
 
 from colossus_reference_worker.logsetup import redact
 

@@ -373,7 +373,7 @@ def test_unknown_enum_values_are_refused(shared_worker):
 def _upload(worker, client, media_type, data):
     import hashlib
 
-    from colossus.api.v1alpha1 import artifacts_pb2, artifacts_pb2_grpc
+    from colossus_agent_client.api.v1alpha1 import artifacts_pb2, artifacts_pb2_grpc
 
     stub = artifacts_pb2_grpc.ArtifactServiceStub(client.channel)
     manifest = artifacts_pb2.ArtifactManifest(

@@ -65,6 +65,6 @@ def test_start_worker_issue_and_revoke_in_process(tmp_path: Path) -> None:
 
 
 def pb_system_stub(channel: grpc.Channel):  # type: ignore[no-untyped-def]
-    from colossus.api.v1alpha1 import system_pb2_grpc
+    from colossus_agent_client.api.v1alpha1 import system_pb2_grpc
 
     return system_pb2_grpc.SystemServiceStub(channel)

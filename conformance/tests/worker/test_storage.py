@@ -21,7 +21,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from colossus.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
+from colossus_agent_client.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
 from storage_env import fill, namespace_prefix, run_read_only, start_on_tmpfs
 
 from colossus_reference_worker.config import Limits, WorkerConfig

@@ -33,10 +33,15 @@ from typing import Any
 
 import grpc
 
-import colossus
-from colossus._connection import _caps
-from colossus._transport._channel import sync_channel_options
-from colossus.api.v1alpha1 import run_service_pb2, run_service_pb2_grpc, system_pb2, system_pb2_grpc
+import colossus_agent_client as colossus
+from colossus_agent_client._connection import _caps
+from colossus_agent_client._transport._channel import sync_channel_options
+from colossus_agent_client.api.v1alpha1 import (
+    run_service_pb2,
+    run_service_pb2_grpc,
+    system_pb2,
+    system_pb2_grpc,
+)
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests" / "integration"), str(HERE.parent / "tests")]

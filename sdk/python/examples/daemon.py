@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import colossus
+import colossus_agent_client as colossus
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import colossus
+import colossus_agent_client as colossus
 from _worker import worker_executable
 
 

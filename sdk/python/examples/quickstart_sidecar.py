@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import sys
 
-import colossus
+import colossus_agent_client as colossus
 from _worker import worker_executable
 
 

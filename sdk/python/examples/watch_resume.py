@@ -6,7 +6,7 @@ and hand to another process, which resumes exactly where this one stopped.
 
 from __future__ import annotations
 
-import colossus
+import colossus_agent_client as colossus
 from _worker import worker_executable
 
 SCRIPT = "\n".join(["colossus-script v1", *(f"say line {i}\\n" for i in range(10))])

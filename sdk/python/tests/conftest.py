@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import colossus
+import colossus_agent_client as colossus
 from fake_worker import BEARER, INSTANCE_ID, FakeWorker, Leaf, make_leaf
 
 FAST_RETRY = colossus.RetryPolicy(max_attempts=4, initial_backoff=0.01, max_backoff=0.02)

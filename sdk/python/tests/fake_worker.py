@@ -32,7 +32,7 @@ from cryptography.x509.oid import NameOID
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-from colossus.api.v1alpha1 import (
+from colossus_agent_client.api.v1alpha1 import (
     artifacts_pb2,
     artifacts_pb2_grpc,
     run_service_pb2,
@@ -41,7 +41,7 @@ from colossus.api.v1alpha1 import (
     system_pb2,
     system_pb2_grpc,
 )
-from colossus.testing._leaf import TestLeaf as Leaf
+from colossus_agent_client.testing._leaf import TestLeaf as Leaf
 
 BEARER = "cb1_" + "Q" * 20 + "-secret-bearer-value-xyz"
 INSTANCE_ID = "inst_fake_1"

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "codegen"))
 from repo_copy import ROOT, copy_repo, set_breaking_baseline  # noqa: E402,F401
 
 GENERATED_DIRS = {
-    "python": "sdk/python/src/colossus/api",
+    "python": "sdk/python/src/colossus_agent_client/api",
     "typescript": "sdk/typescript/src/gen",
     "go": "sdk/go/gen",
     "worker": "conformance/src/colossus_reference_worker/_gen",

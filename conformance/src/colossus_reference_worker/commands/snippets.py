@@ -1,6 +1,6 @@
 """Ready-to-paste connection snippets for the three SDKs, printed by ``dev``.
 
-The names follow each SDK's README: ``colossus.DaemonOptions`` (Python),
+The names follow each SDK's README: ``colossus.DaemonOptions`` (Python, imported as ``colossus``),
 ``Client.connect({...})`` from ``colossus-sdk`` (TypeScript) and
 ``colossus.Connect(ctx, colossus.DaemonOptions{...})`` (Go). The bearer is never
 part of a snippet: it comes from the keyring or from wherever the caller put it.
@@ -33,7 +33,7 @@ def _python(c: Connection) -> str:
                     f"{json.dumps(c.application_id)}),")
     else:
         provider = f"colossus.InMemoryCredentialProvider(bearer),  # {_FROM_STORE}"
-    return f"""import colossus
+    return f"""import colossus_agent_client as colossus
 
 options = colossus.DaemonOptions(
     public_api_dir={json.dumps(c.public_api_dir)},
@@ -92,7 +92,7 @@ fmt.Println(client.ServerInfo().InstanceID)"""
 def snippets(c: Connection) -> str:
     """The three snippets under headings, ready to paste."""
     extra = "[keyring]" if c.keyring_service else ""
-    parts = [(f"Python (pip install colossus-sdk{extra})", _python(c)),
+    parts = [(f"Python (pip install colossus-agent-client{extra})", _python(c)),
              ("TypeScript (npm install colossus-sdk)", _typescript(c)),
              ("Go (github.com/obscuritylabs/colossus-sdks/sdk/go)", _go(c))]
     return "\n\n".join(f"--- {title} ---\n{body}" for title, body in parts) + "\n"

@@ -10,8 +10,8 @@ import runpy
 import sys
 from pathlib import Path
 
-from colossus import _watch_core
-from colossus._watch_core import CloseAction, Verdict
+from colossus_agent_client import _watch_core
+from colossus_agent_client._watch_core import CloseAction, Verdict
 
 MUTANT = os.environ["COLOSSUS_CONFORMANCE_MUTANT"]
 
@@ -42,17 +42,17 @@ elif MUTANT == "clean-close-is-completion":
     _watch_core.WatchCore.on_clean_close = trust_clean_close
 elif MUTANT == "no-tls-preflight":
     # Drops the pinned TLS 1.3 pre-flight handshake; grpcio alone accepts TLS 1.2.
-    from colossus import _connection
+    from colossus_agent_client import _connection
 
     _connection.preflight = lambda *args, **kwargs: None
 elif MUTANT == "no-server-info-check":
-    from colossus import _connection
+    from colossus_agent_client import _connection
 
     _connection.verify_server_info = lambda info, target: None
 elif MUTANT == "retry-mutations":
     # Repeats a mutation once after UNAVAILABLE, which the contract forbids.
     import grpc
-    from colossus import _connection
+    from colossus_agent_client import _connection
 
     original_call = _connection.call_mutation_sync
 
@@ -67,11 +67,11 @@ elif MUTANT == "retry-mutations":
         return original_call(method, request, session, timeout, idempotency_key=idempotency_key)
 
     _connection.call_mutation_sync = retrying_call
-    from colossus import _runs
+    from colossus_agent_client import _runs
 
     _runs.call_mutation_sync = retrying_call
 elif MUTANT == "bearer-in-log":
-    from colossus import _connection
+    from colossus_agent_client import _connection
 
     original_load_bearer = _connection.load_bearer
     _connection.load_bearer = leaky_load_bearer

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import colossus
+import colossus_agent_client as colossus
 
 sys.path.insert(0, str(Path(__file__).parent))
 from worker import Enrollment, ReferenceWorker, find_worker

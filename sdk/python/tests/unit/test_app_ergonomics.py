@@ -8,7 +8,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-import colossus
+import colossus_agent_client as colossus
 from conftest import daemon_options
 from fake_worker import FakeWorker
 

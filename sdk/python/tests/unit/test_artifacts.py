@@ -7,7 +7,7 @@ import hashlib
 import grpc
 import pytest
 
-import colossus
+import colossus_agent_client as colossus
 from fake_worker import FakeWorker
 
 DATA = bytes(range(256)) * 200  # 51,200 bytes: several chunks each way

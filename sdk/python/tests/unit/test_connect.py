@@ -9,7 +9,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-import colossus
+import colossus_agent_client as colossus
 from conftest import daemon_options
 from fake_worker import BEARER, INSTANCE_ID, FakeWorker, make_leaf, make_run
 
@@ -25,7 +25,7 @@ def test_connect_calls_get_server_info_first_with_the_bearer(
     method, _, metadata = fake.calls[0]
     assert method == "GetServerInfo"
     assert metadata["authorization"] == f"Bearer {BEARER}"
-    assert metadata["user-agent"].startswith("colossus-sdk-python/")
+    assert metadata["user-agent"].startswith("colossus-agent-client-python/")
 
 
 def test_expected_pin_mismatch_is_refused_before_the_bearer_is_loaded(
@@ -140,7 +140,7 @@ def test_request_cap_is_enforced_locally(fake: FakeWorker, api_dir: Path) -> Non
 
 
 def _count_channels(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    from colossus._transport import _channel
+    from colossus_agent_client._transport import _channel
 
     built: list[int] = []
     real = _channel.sync_channel

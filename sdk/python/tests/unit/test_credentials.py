@@ -9,8 +9,8 @@ import keyring.backend
 import keyring.errors
 import pytest
 
-import colossus
-from colossus._credentials import load_bearer
+import colossus_agent_client as colossus
+from colossus_agent_client._credentials import load_bearer
 from fake_worker import BEARER
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from colossus import CertificateError, DescriptorError, PinMismatchError
-from colossus._transport._certificate import parse_leaf_certificate
-from colossus._transport._descriptor import discover, parse_descriptor
+from colossus_agent_client import CertificateError, DescriptorError, PinMismatchError
+from colossus_agent_client._transport._certificate import parse_leaf_certificate
+from colossus_agent_client._transport._descriptor import discover, parse_descriptor
 from fake_worker import make_leaf
 
 PIN = "a" * 64

@@ -5,8 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-import colossus
-from colossus._errors import map_status
+import colossus_agent_client as colossus
+from colossus_agent_client._errors import map_status
 from fake_worker import status_details
 
 

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import colossus
-from colossus._sidecar import parse_reply
-from colossus._transport._bearer import Bearer
-from colossus._transport._certificate import parse_leaf_certificate, validate_leaf_der
-from colossus._transport._descriptor import parse_descriptor
-from colossus.testing import make_test_leaf
+import colossus_agent_client as colossus
+from colossus_agent_client._sidecar import parse_reply
+from colossus_agent_client._transport._bearer import Bearer
+from colossus_agent_client._transport._certificate import parse_leaf_certificate, validate_leaf_der
+from colossus_agent_client._transport._descriptor import parse_descriptor
+from colossus_agent_client.testing import make_test_leaf
 
 LEAF = make_test_leaf()
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

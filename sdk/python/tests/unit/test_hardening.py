@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import colossus
-from colossus._options import RetryPolicy
-from colossus._watch_core import REPLAY_WINDOW_BYTES, WatchCore
+import colossus_agent_client as colossus
+from colossus_agent_client._options import RetryPolicy
+from colossus_agent_client._watch_core import REPLAY_WINDOW_BYTES, WatchCore
 from conftest import daemon_options
 from fake_worker import BEARER, FakeWorker
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from colossus import PinMismatchError, TlsPolicyError, TransportError
-from colossus._transport._certificate import parse_leaf_certificate
-from colossus._transport._descriptor import Endpoint
-from colossus._transport._preflight import preflight, preflight_async
+from colossus_agent_client import PinMismatchError, TlsPolicyError, TransportError
+from colossus_agent_client._transport._certificate import parse_leaf_certificate
+from colossus_agent_client._transport._descriptor import Endpoint
+from colossus_agent_client._transport._preflight import preflight, preflight_async
 from fake_worker import Leaf, make_leaf
 
 

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-import colossus
+import colossus_agent_client as colossus
 
 
 def _annotations(obj: object) -> list[str]:
@@ -39,7 +39,7 @@ def test_models_are_frozen() -> None:
 
 
 def test_generated_bindings_stay_importable() -> None:
-    from colossus.api.v1alpha1 import run_service_pb2, run_service_pb2_grpc
+    from colossus_agent_client.api.v1alpha1 import run_service_pb2, run_service_pb2_grpc
 
     assert run_service_pb2.CreateRunRequest.DESCRIPTOR.full_name.startswith("colossus.api.v1alpha1")
     assert hasattr(run_service_pb2_grpc, "RunServiceStub")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-import colossus
+import colossus_agent_client as colossus
 from fake_worker import FakeWorker, make_run
 
 U = grpc.StatusCode.UNAVAILABLE

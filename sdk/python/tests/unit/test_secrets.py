@@ -8,8 +8,8 @@ import traceback
 import grpc
 import pytest
 
-import colossus
-from colossus.api.v1alpha1 import runs_pb2
+import colossus_agent_client as colossus
+from colossus_agent_client.api.v1alpha1 import runs_pb2
 from conftest import daemon_options
 from fake_worker import BEARER, FakeWorker, make_run, output_event, terminal_event
 
@@ -72,7 +72,7 @@ class _Leaky:
 def test_bearer_holder_cannot_be_pickled_or_printed() -> None:
     import pickle
 
-    from colossus._transport._bearer import Bearer
+    from colossus_agent_client._transport._bearer import Bearer
 
     bearer = Bearer(BEARER)
     assert BEARER not in repr(bearer) and BEARER not in str(bearer) and BEARER not in f"{bearer}"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import colossus
-from colossus._sidecar import parse_reply
+import colossus_agent_client as colossus
+from colossus_agent_client._sidecar import parse_reply
 
 TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"

@@ -1,4 +1,4 @@
-"""colossus.testing: the fake worker an application uses in its own unit tests.
+"""colossus_agent_client.testing: the fake worker an application uses in its own unit tests.
 
 These tests are also the documented example of how to use it.
 """
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-import colossus
-from colossus.testing import FakeWorker, Fault
+import colossus_agent_client as colossus
+from colossus_agent_client.testing import FakeWorker, Fault
 
-pytest_plugins = ["colossus.testing.pytest_plugin"]
+pytest_plugins = ["colossus_agent_client.testing.pytest_plugin"]
 
 
 def _text(watch: colossus.Watch) -> str:

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from colossus import CredentialError, SidecarError, TrustError
-from colossus._sidecar import parse_reply
-from colossus._transport._bearer import Bearer
-from colossus._transport._certificate import parse_leaf_certificate
-from colossus._transport._descriptor import parse_descriptor, parse_endpoint
+from colossus_agent_client import CredentialError, SidecarError, TrustError
+from colossus_agent_client._sidecar import parse_reply
+from colossus_agent_client._transport._bearer import Bearer
+from colossus_agent_client._transport._certificate import parse_leaf_certificate
+from colossus_agent_client._transport._descriptor import parse_descriptor, parse_endpoint
 
 VECTORS = Path(__file__).resolve().parents[4] / "conformance" / "vectors"
 

@@ -7,8 +7,8 @@ import time
 import grpc
 import pytest
 
-import colossus
-from colossus.api.v1alpha1 import runs_pb2
+import colossus_agent_client as colossus
+from colossus_agent_client.api.v1alpha1 import runs_pb2
 from fake_worker import FakeWorker, make_run, output_event, terminal_event
 
 RUN = "run_1"
@@ -240,7 +240,7 @@ def test_sync_streams_are_read_on_the_calling_thread(
     # every event would again be handed over from the polling thread.
     import grpc.experimental
 
-    from colossus._transport._channel import sync_channel_options
+    from colossus_agent_client._transport._channel import sync_channel_options
 
     keys = [key for key, _ in sync_channel_options(1024, 1024)]
     assert grpc.experimental.ChannelOptions.SingleThreadedUnaryStream in keys

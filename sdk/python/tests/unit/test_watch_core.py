@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import colossus
-from colossus import _convert
-from colossus._watch_core import REPLAY_WINDOW, CloseAction, Verdict, WatchCore
-from colossus.api.v1alpha1 import runs_pb2
+import colossus_agent_client as colossus
+from colossus_agent_client import _convert
+from colossus_agent_client._watch_core import REPLAY_WINDOW, CloseAction, Verdict, WatchCore
+from colossus_agent_client.api.v1alpha1 import runs_pb2
 from fake_worker import make_run
 
 POLICY = colossus.RetryPolicy(max_attempts=3, initial_backoff=0.1, max_backoff=0.15)

@@ -2,7 +2,7 @@
 
 The SDK asks its provider for the bearer only after the endpoint, certificate, pin and
 live handshake checks have passed (C5). Two providers ship: the OS credential store
-through ``keyring`` (an optional extra: ``pip install 'colossus-sdk[keyring]'``), and an
+through ``keyring`` (an optional extra: ``pip install 'colossus-agent-client[keyring]'``), and an
 in-memory holder for tests, sidecars and headless machines. There is no environment-variable
 or file provider on purpose.
 """
@@ -64,7 +64,7 @@ class KeyringCredentialProvider:
         except ImportError:
             raise CredentialError(
                 "KeyringCredentialProvider needs the optional 'keyring' package: install "
-                "colossus-sdk[keyring], or pass the bearer another way (for example "
+                "colossus-agent-client[keyring], or pass the bearer another way (for example "
                 "InMemoryCredentialProvider, fed from the worker's --bearer-fd pipe)",
                 reason="KEYRING_UNAVAILABLE",
             ) from None

@@ -28,7 +28,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"colossus/api/v1a
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'colossus.api.v1alpha1.errors_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'colossus_agent_client.api.v1alpha1.errors_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'ZSgithub.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1;apiv1alpha1'

@@ -40,7 +40,7 @@ from ._options import RetryPolicy
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
 from .api.v1alpha1 import run_service_pb2, runs_pb2
 
-log = logging.getLogger("colossus.watch")
+log = logging.getLogger("colossus_agent_client.watch")
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
 
 

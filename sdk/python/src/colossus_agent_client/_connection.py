@@ -47,7 +47,7 @@ from .api.v1alpha1 import (
     system_pb2_grpc,
 )
 
-log = logging.getLogger("colossus")
+log = logging.getLogger("colossus_agent_client")
 
 API_PACKAGE: Final = "colossus.api.v1alpha1"
 API_MAJOR: Final = 1

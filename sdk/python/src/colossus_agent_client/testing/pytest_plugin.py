@@ -1,9 +1,9 @@
 """pytest fixtures for applications that use the Colossus SDK.
 
-Enable in ``conftest.py`` with ``pytest_plugins = ["colossus.testing.pytest_plugin"]``.
+Enable in ``conftest.py`` with ``pytest_plugins = ["colossus_agent_client.testing.pytest_plugin"]``.
 
 ``colossus_fake_worker``
-    A started :class:`~colossus.testing.FakeWorker`; connect with
+    A started :class:`~colossus_agent_client.testing.FakeWorker`; connect with
     ``colossus.Client.connect(colossus_fake_worker.daemon_options())``.
 ``colossus_reference_worker``
     A :class:`~colossus.Client` connected to the real reference worker, started as a

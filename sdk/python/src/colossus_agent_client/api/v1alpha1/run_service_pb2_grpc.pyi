@@ -4,7 +4,7 @@ isort:skip_file
 """
 
 from collections import abc as _abc
-from colossus.api.v1alpha1 import run_service_pb2 as _run_service_pb2
+from colossus_agent_client.api.v1alpha1 import run_service_pb2 as _run_service_pb2
 from grpc import aio as _aio
 import abc as _abc_1
 import grpc as _grpc

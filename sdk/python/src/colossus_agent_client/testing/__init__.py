@@ -2,9 +2,9 @@
 
 * :class:`FakeWorker`: an in-process, scripted worker on loopback TLS, with injectable
   faults (:class:`Fault`), for fast unit tests of your own code.
-* ``colossus.testing.pytest_plugin``: pytest fixtures, ``colossus_fake_worker`` and
+* ``colossus_agent_client.testing.pytest_plugin``: pytest fixtures, ``colossus_fake_worker`` and
   ``colossus_reference_worker`` (a client of the real reference worker, started as a
-  sidecar). Enable them with ``pytest_plugins = ["colossus.testing.pytest_plugin"]`` in
+  sidecar). Enable them with ``pytest_plugins = ["colossus_agent_client.testing.pytest_plugin"]`` in
   your ``conftest.py``.
 
 Everything here is for tests only: the fake worker's certificate and bearer are made up

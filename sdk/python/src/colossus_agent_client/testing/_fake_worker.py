@@ -94,7 +94,7 @@ class _Servicer(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.RunS
                         refill_per_second=1, burst=4
                     ),
                 ),
-                server_version="colossus.testing.FakeWorker",
+                server_version="colossus_agent_client.testing.FakeWorker",
             )
         )
 

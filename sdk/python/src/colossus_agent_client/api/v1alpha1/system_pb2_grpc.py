@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from colossus.api.v1alpha1 import system_pb2 as colossus_dot_api_dot_v1alpha1_dot_system__pb2
+from colossus_agent_client.api.v1alpha1 import system_pb2 as colossus_dot_api_dot_v1alpha1_dot_system__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -42,7 +42,7 @@ from ._requests import (
 from ._watch import AsyncBackend, AsyncWatch, OnReconnect, SyncBackend, Watch
 from .api.v1alpha1 import run_service_pb2
 
-log = logging.getLogger("colossus.runs")
+log = logging.getLogger("colossus_agent_client.runs")
 
 # Sequences are uint64 on the wire.
 _MAX_SEQUENCE = 2**64 - 1

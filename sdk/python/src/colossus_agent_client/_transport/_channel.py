@@ -12,7 +12,7 @@ import grpc.experimental
 from ._certificate import LeafCertificate
 from ._descriptor import Endpoint
 
-USER_AGENT: Final = "colossus-sdk-python/0.1.0a1"
+USER_AGENT: Final = "colossus-agent-client-python/0.1.0a1"
 # Bounds the request headers' size; far above what the SDK sends.
 _MAX_METADATA_BYTES: Final = 16 * 1024
 

@@ -4,7 +4,7 @@ isort:skip_file
 """
 
 from collections import abc as _abc
-from colossus.api.v1alpha1 import runs_pb2 as _runs_pb2
+from colossus_agent_client.api.v1alpha1 import runs_pb2 as _runs_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers

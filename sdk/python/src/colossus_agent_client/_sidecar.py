@@ -48,7 +48,7 @@ from ._transport._descriptor import (
     parse_endpoint,
 )
 
-log = logging.getLogger("colossus.sidecar")
+log = logging.getLogger("colossus_agent_client.sidecar")
 
 MAX_FRAME: Final = 65_536
 BOOTSTRAP_VERSION: Final = 1
