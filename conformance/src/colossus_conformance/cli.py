@@ -5,6 +5,7 @@ Examples::
     colossus-conformance                          # every case, every SDK with a client
     colossus-conformance --list                   # the catalogue, with per-group counts
     colossus-conformance --run 'watch-dedup.*' --sdk python
+    colossus-conformance --jobs 1                 # SDK columns one after another
     colossus-conformance --serve gap-failure.mid-stream --sdk python
 """
 
@@ -17,9 +18,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from . import catalogue, report, sdks
+from . import catalogue, columns, report, sdks
 from .results import RunVerdict
-from .runner import Options, Suite
+from .runner import Options
 
 # Every requirement ID of the specification (C1-C8, W1-W16, S1-S8).
 SPEC_REQUIREMENTS = (
@@ -34,6 +35,13 @@ def find_suite_dir(start: Path) -> Path:
             if (candidate / "cases" / "schema.json").is_file():
                 return candidate
     raise SystemExit("cannot find the conformance folder (cases/schema.json); pass --suite-dir")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--results-dir", type=Path, help="where matrix.md and junit.xml go (default: <suite>/results)"
     )
     p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every case timeout")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        default=columns.default_jobs(),
+        metavar="N",
+        help="run N SDK columns at once, each with its own workers and logs/<sdk>/ "
+        "(default: the CPU count, %(default)s here; 1 runs them one after another)",
+    )
     p.add_argument(
         "--serve",
         metavar="CASE",
@@ -111,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
     started = time.monotonic()
-    verdict = run(all_cases, selected, chosen, options)
+    verdict = run(all_cases, selected, chosen, options, args.jobs)
     wall = time.monotonic() - started
     print()
     print(report.console(verdict, wall))
@@ -125,28 +142,10 @@ def run(
     selected: list[catalogue.Case],
     clients: list[sdks.ClientSpec],
     options: Options,
+    jobs: int = 1,
 ) -> RunVerdict:
-    """Runs ``selected`` for every client and merges the verdicts."""
-    merged = RunVerdict([])
-    if not clients:
-        merged.problems.append("no SDK has a conformance client")
-        return merged
-    if not selected:
-        merged.problems.append("the selection matched no case")
-        return merged
-    suite = Suite(selected, options)
-    try:
-        for spec in clients:
-            sdks.build(spec)
-            verdict = suite.run_sdk(spec, [c.id for c in all_cases])
-            merged.results.extend(verdict.results)
-            merged.problems.extend(verdict.problems)
-        # Cross-SDK cases need two or more clients; with one they are simply not run.
-        cross = suite.run_cross(clients)
-        merged.results.extend(cross.results)
-    finally:
-        suite.close()
-    return merged
+    """Runs ``selected`` for every client, ``jobs`` SDK columns at a time, and merges the verdicts."""
+    return columns.run(all_cases, selected, clients, options, jobs)
 
 
 def print_list(cases: list[catalogue.Case]) -> None:

@@ -3,7 +3,9 @@
 It speaks the client protocol and behaves according to the case ID:
 ``...crash...`` exits mid-case, ``...hang...`` never answers, ``...garbage...``
 writes a non-JSON line, ``...leak...`` echoes its bearer into an error
-message; anything else answers every step with ``{"echo": args}``.
+message, ``...rendezvous...`` answers only once ``FAKE_RENDEZVOUS_COUNT`` clients
+have reached that case (each leaves a file named ``FAKE_CLIENT_NAME`` in
+``FAKE_RENDEZVOUS_DIR``); anything else answers every step with ``{"echo": args}``.
 """
 
 import argparse
@@ -23,6 +25,15 @@ def read_frame(fd):
     while len(data) < n:
         data += os.read(fd, n - len(data))
     return data.decode("utf-8", "replace")
+
+
+def rendezvous(case):
+    """Waits (until the runner's timeout kills it) for every client to reach this case."""
+    folder = os.path.join(os.environ["FAKE_RENDEZVOUS_DIR"], case)
+    os.makedirs(folder, exist_ok=True)
+    open(os.path.join(folder, os.environ["FAKE_CLIENT_NAME"]), "w").close()
+    while len(os.listdir(folder)) < int(os.environ["FAKE_RENDEZVOUS_COUNT"]):
+        time.sleep(0.05)
 
 
 def main():
@@ -62,6 +73,8 @@ def main():
                 os._exit(3)
             if "hang" in case:
                 time.sleep(3600)
+            if "rendezvous" in case:
+                rendezvous(case)
             if "garbage" in case:
                 out.write("this is not json\n")
                 out.flush()
