@@ -81,7 +81,10 @@ def test_no_keyring_backend_gives_a_hint(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_importing_the_sdk_loads_neither_keyring_nor_cryptography() -> None:
     import subprocess
 
-    probe = "import sys, colossus; print('keyring' in sys.modules, 'cryptography' in sys.modules)"
+    probe = (
+        "import sys, colossus_agent_client; "
+        "print('keyring' in sys.modules, 'cryptography' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

@@ -173,7 +173,7 @@ def test_spawn_from_a_process_whose_low_descriptors_are_free(fake_exe: Path) -> 
     # In a fresh interpreter fds 3 and 4 are unused, so /dev/null may land there; the
     # worker's stderr must still not end up on the bootstrap pipe.
     code = (
-        "import sys, colossus\n"
+        "import sys\nimport colossus_agent_client as colossus\n"
         f"o = colossus.SidecarOptions(executable={str(fake_exe)!r}, application_id='a')\n"
         "with colossus.Client.start_sidecar(o) as c:\n"
         "    print(c.server_info.deployment_mode.name)\n"
