@@ -78,7 +78,7 @@ func (a *Artifacts) Download(ctx context.Context, artifactID string, opts ...Cal
 		return nil, err
 	}
 	cfg := collect(opts)
-	return retryRead(ctx, a.c, "DownloadArtifact", a.c.opts.readRetry(), func(ctx context.Context) (*DownloadedArtifact, error) {
+	return retryRead(ctx, a.c, "DownloadArtifact", a.c.opts.retryFor(cfg), func(ctx context.Context) (*DownloadedArtifact, error) {
 		s, err := a.c.session(ctx)
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ type CallOption func(*callConfig)
 
 type callConfig struct {
 	timeout        *time.Duration
+	retry          *RetryPolicy
 	idempotencyKey string
 	mode           RunMode
 	role           string
@@ -41,6 +42,11 @@ func collect(opts []CallOption) *callConfig {
 // WithTimeout sets this call's deadline (any call; 0 or negative: none). Watches ignore
 // it: use [WithIdleTimeout].
 func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.timeout = &d } }
+
+// WithRetry overrides the client's retry policy for one read or one watch (the zero
+// value: [DefaultRetry]; [NoRetry]: a single attempt). Mutations ignore it: they are
+// never retried.
+func WithRetry(p RetryPolicy) CallOption { return func(c *callConfig) { c.retry = &p } }
 
 // WithIdempotencyKey sets a create's idempotency key (1-128 of [A-Za-z0-9._:-]). Without
 // it the SDK generates one for the call and reports it on the result and every error.

@@ -196,7 +196,7 @@ func (w *fakeWorker) options(t *testing.T, provider CredentialProvider) DaemonOp
 		}
 	}
 	return DaemonOptions{
-		ClientOptions:             ClientOptions{Timeout: 10 * time.Second, WatchRetry: RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}},
+		ClientOptions:             ClientOptions{Timeout: 10 * time.Second, Retry: RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Multiplier: 2}},
 		PublicAPIDir:              w.writeDiscovery(t),
 		ExpectedInstanceID:        "wkr_test",
 		ExpectedCertificateSHA256: w.cert.pin,

@@ -22,11 +22,10 @@ type ClientOptions struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds the pre-flight handshake and GetServerInfo (default 10 s).
 	ConnectTimeout time.Duration
-	// Retry is the policy of reads (GetServerInfo, GetRun, ListRuns, DownloadArtifact).
-	// The zero value is [DefaultReadRetry].
+	// Retry is the policy of reads (GetServerInfo, GetRun, ListRuns, DownloadArtifact)
+	// and of watch reconnects. The zero value is [DefaultRetry]; [WithRetry] overrides it
+	// for one call.
 	Retry RetryPolicy
-	// WatchRetry is the reconnect policy of watches. The zero value is [DefaultWatchRetry].
-	WatchRetry RetryPolicy
 	// MaxResponseBytes caps inbound messages (default and ceiling: DefaultMaxResponseBytes).
 	MaxResponseBytes int
 	// TraceContext, when set, supplies traceparent/tracestate for every call.
@@ -78,6 +77,8 @@ type SidecarOptions struct {
 	// MaxRestarts is how many unexpected exits are restarted over the client's life (0-3;
 	// default 3; -1 disables restarts).
 	MaxRestarts int
+	// RestartBackoff spaces those restarts (the zero value: [DefaultRestartBackoff]).
+	RestartBackoff RetryPolicy
 	// ShutdownGrace is how long the worker gets to exit after its pipe closes before its
 	// process group is sent SIGTERM, then SIGKILL (default 5 s).
 	ShutdownGrace time.Duration
@@ -116,23 +117,17 @@ func (o ClientOptions) maxResponseBytes() int {
 	return o.MaxResponseBytes
 }
 
-func (o ClientOptions) readRetry() RetryPolicy {
-	if o.Retry == (RetryPolicy{}) {
-		return DefaultReadRetry
-	}
-	return o.Retry
-}
+// retry is the client's policy for reads and watch reconnects.
+func (o ClientOptions) retry() RetryPolicy { return o.Retry.orDefault() }
 
-func (o ClientOptions) watchRetry() RetryPolicy {
-	if o.WatchRetry == (RetryPolicy{}) {
-		return DefaultWatchRetry
+// retryFor is the policy of one call: its WithRetry override, else the client's.
+func (o ClientOptions) retryFor(cfg *callConfig) RetryPolicy {
+	if cfg != nil && cfg.retry != nil {
+		return cfg.retry.orDefault()
 	}
-	return o.WatchRetry
+	return o.retry()
 }
 
 func (o ClientOptions) validate() error {
-	if err := o.Retry.validate("Retry"); err != nil {
-		return err
-	}
-	return o.WatchRetry.validate("WatchRetry")
+	return o.Retry.validate("Retry")
 }

@@ -56,6 +56,7 @@ const (
 	ReasonTLSChain               = "TLS_CHAIN"
 	ReasonTLSHandshake           = "TLS_HANDSHAKE"
 	ReasonPinMismatch            = "PIN_MISMATCH"
+	ReasonUnreachable            = "UNREACHABLE"
 	ReasonResponseTooLarge       = "RESPONSE_TOO_LARGE"
 	ReasonArtifactSizeMismatch   = "ARTIFACT_SIZE_MISMATCH"
 	ReasonArtifactDigestMismatch = "ARTIFACT_DIGEST_MISMATCH"

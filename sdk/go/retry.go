@@ -9,43 +9,52 @@ import (
 // RetryPolicy bounds the automatic retries of reads and the reconnects of a watch. Only
 // UNAVAILABLE is retried, and only for reads; mutations are never retried.
 //
-// A budget is spent when either MaxAttempts retries were made or MaxElapsed passed since
-// the first failure (counted afresh after every delivered watch event). Each delay is
-// "equal jitter": half the current ceiling plus a random part of the other half, so a
-// restarting worker gets a predictable minimum of time to come back.
+// Two budgets bound the retries and whichever runs out first ends them: MaxAttempts
+// calls that reached the worker and failed, and MaxElapsed since the first failure (for
+// a watch, both start afresh after every delivered event). While the worker cannot be
+// reached at all (connection refused: it is restarting) no attempt is spent, only
+// time, so a restart of a few seconds ends neither a read nor a watch. Each delay is
+// "full jitter": uniform between zero and the current ceiling.
+//
+// The zero value means [DefaultRetry]; the fields and defaults match the Python
+// (RetryPolicy) and TypeScript (RetryPolicy) SDKs one for one.
 type RetryPolicy struct {
-	// MaxAttempts is the number of retries (reconnects) after the first failure; 0 means
-	// none when other fields are set.
+	// MaxAttempts is the number of calls of one read, the first included (1 disables
+	// retries); for a watch, the stream attempts in a row without a newly delivered
+	// event. Default 5.
 	MaxAttempts int
-	// InitialBackoff is the ceiling of the first delay.
+	// InitialBackoff is the ceiling of the first delay. Default 100 ms.
 	InitialBackoff time.Duration
-	// MaxBackoff caps every delay.
+	// MaxBackoff caps every delay. Default 5 s.
 	MaxBackoff time.Duration
-	// Multiplier grows the ceiling per attempt (at least 1).
+	// Multiplier grows the ceiling per attempt (at least 1). Default 2.
 	Multiplier float64
-	// MaxElapsed is the elapsed-time budget; 0 means no time limit beyond MaxAttempts.
+	// MaxElapsed is the elapsed-time budget, counted from the first failure; 0 means no
+	// time limit beyond MaxAttempts. Default 30 s.
 	MaxElapsed time.Duration
 }
 
-// DefaultReadRetry is the policy of reads: 4 retries within 10 s.
-var DefaultReadRetry = RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond,
-	MaxBackoff: 2 * time.Second, Multiplier: 2, MaxElapsed: 10 * time.Second}
+// DefaultRetry is the policy of reads and watch reconnects when ClientOptions.Retry is
+// the zero value: 5 attempts within 30 s, delays from 100 ms doubling up to 5 s.
+var DefaultRetry = RetryPolicy{MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond,
+	MaxBackoff: 5 * time.Second, Multiplier: 2, MaxElapsed: 30 * time.Second}
 
-// DefaultWatchRetry is the reconnect policy of watches: up to 10 reconnects without a
-// newly delivered event, within 30 s. The delays add up to at least 6.5 s, so a worker
-// restart of a few seconds does not end a watch.
-var DefaultWatchRetry = RetryPolicy{MaxAttempts: 10, InitialBackoff: 100 * time.Millisecond,
-	MaxBackoff: 2 * time.Second, Multiplier: 2, MaxElapsed: 30 * time.Second}
+// NoRetry disables retries and reconnects: one attempt.
+var NoRetry = RetryPolicy{MaxAttempts: 1, Multiplier: 1}
 
-// NoRetry disables retries and reconnects.
-var NoRetry = RetryPolicy{MaxAttempts: 0, Multiplier: 1, InitialBackoff: 1}
+// unreachableCeiling caps the delay growth while the worker cannot be reached: those
+// retries spend no attempt, so they poll at most once a second until it is back.
+const unreachableCeiling = time.Second
 
 func (p RetryPolicy) validate(name string) error {
 	if p == (RetryPolicy{}) {
 		return nil
 	}
-	if p.MaxAttempts < 0 || p.InitialBackoff < 0 || p.MaxBackoff < 0 || p.MaxElapsed < 0 {
-		return invalidField(name, "%s values must not be negative", name)
+	if p.MaxAttempts < 1 {
+		return invalidField(name, "%s.MaxAttempts must be at least 1 (1 disables retries)", name)
+	}
+	if p.InitialBackoff < 0 || p.MaxBackoff < 0 || p.MaxElapsed < 0 {
+		return invalidField(name, "%s durations must not be negative", name)
 	}
 	if p.Multiplier < 1 {
 		return invalidField(name, "%s.Multiplier must be at least 1", name)
@@ -53,14 +62,23 @@ func (p RetryPolicy) validate(name string) error {
 	return nil
 }
 
+// orDefault returns p, or DefaultRetry for the zero value.
+func (p RetryPolicy) orDefault() RetryPolicy {
+	if p == (RetryPolicy{}) {
+		return DefaultRetry
+	}
+	return p
+}
+
 // backoff is one budget in progress. It has no I/O: the caller sleeps.
 type backoff struct {
 	policy  RetryPolicy
-	attempt int
+	attempt int // attempts that reached the worker and failed, after the first call
 	started time.Time
+	running bool
 	ceiling time.Duration
 	now     func() time.Time
-	jitter  func(n int64) int64
+	jitter  func(n int64) int64 // uniform in [0, n)
 }
 
 func newBackoff(p RetryPolicy, now func() time.Time) *backoff {
@@ -70,41 +88,41 @@ func newBackoff(p RetryPolicy, now func() time.Time) *backoff {
 	return &backoff{policy: p, now: now, jitter: rand.Int64N}
 }
 
-// next returns the delay before the next retry and its 1-based number, or ok=false when
-// the budget is spent.
-func (b *backoff) next() (delay time.Duration, attempt int, ok bool) {
+// next returns the delay before the next retry and the number of retries that reached
+// the worker so far, or ok=false when a budget is spent. reachedWorker=false (the
+// connection was refused) spends time but no attempt.
+func (b *backoff) next(reachedWorker bool) (delay time.Duration, attempt int, ok bool) {
 	now := b.now()
-	if b.attempt == 0 {
+	if !b.running {
+		b.running = true
 		b.started = now
 		b.ceiling = b.policy.InitialBackoff
 	}
-	if b.attempt >= b.policy.MaxAttempts {
+	elapsed := now.Sub(b.started)
+	if b.policy.MaxElapsed > 0 && elapsed >= b.policy.MaxElapsed {
 		return 0, b.attempt, false
 	}
-	if b.policy.MaxElapsed > 0 && now.Sub(b.started) >= b.policy.MaxElapsed {
+	if reachedWorker && b.attempt+1 >= b.policy.MaxAttempts {
 		return 0, b.attempt, false
 	}
-	ceiling := min(b.ceiling, b.policy.MaxBackoff)
-	if ceiling <= 0 {
-		ceiling = 0
-	}
-	half := ceiling / 2
-	delay = half
-	if rest := int64(ceiling - half); rest > 0 {
-		delay += time.Duration(b.jitter(rest + 1))
+	if ceiling := min(b.ceiling, b.policy.MaxBackoff); ceiling > 0 {
+		delay = time.Duration(b.jitter(int64(ceiling) + 1))
 	}
 	if b.policy.MaxElapsed > 0 {
-		if left := b.policy.MaxElapsed - now.Sub(b.started); delay > left {
-			delay = left
-		}
+		delay = min(delay, b.policy.MaxElapsed-elapsed)
 	}
-	b.attempt++
-	b.ceiling = time.Duration(float64(b.ceiling) * b.policy.Multiplier)
+	grown := time.Duration(float64(b.ceiling) * b.policy.Multiplier)
+	if reachedWorker {
+		b.attempt++
+		b.ceiling = grown
+	} else {
+		b.ceiling = min(grown, unreachableCeiling)
+	}
 	return delay, b.attempt, true
 }
 
 // reset starts a fresh budget (after progress).
-func (b *backoff) reset() { b.attempt = 0 }
+func (b *backoff) reset() { b.attempt, b.running = 0, false }
 
 // sleep waits for d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
@@ -133,7 +151,7 @@ func retryRead[T any](ctx context.Context, c *Client, what string, policy RetryP
 		if !ok || !e.Retryable() || ctx.Err() != nil {
 			return v, err
 		}
-		delay, n, more := b.next()
+		delay, n, more := b.next(e.Reason != ReasonUnreachable)
 		if !more {
 			return v, err
 		}

@@ -58,7 +58,7 @@ func (r *Runs) Get(ctx context.Context, runID string, opts ...CallOption) (*Run,
 		return nil, err
 	}
 	cfg := collect(opts)
-	return retryRead(ctx, r.c, "GetRun", r.c.opts.readRetry(), func(ctx context.Context) (*Run, error) {
+	return retryRead(ctx, r.c, "GetRun", r.c.opts.retryFor(cfg), func(ctx context.Context) (*Run, error) {
 		s, err := r.c.session(ctx)
 		if err != nil {
 			return nil, err
@@ -121,7 +121,7 @@ func (r *Runs) Respond(ctx context.Context, runID, interactionID string, answer 
 // Pass [WithPageToken] with a previous page's NextPageToken to resume.
 func (r *Runs) ListPage(ctx context.Context, opts ...CallOption) (*RunPage, error) {
 	cfg := collect(opts)
-	return retryRead(ctx, r.c, "ListRuns", r.c.opts.readRetry(), func(ctx context.Context) (*RunPage, error) {
+	return retryRead(ctx, r.c, "ListRuns", r.c.opts.retryFor(cfg), func(ctx context.Context) (*RunPage, error) {
 		s, err := r.c.session(ctx)
 		if err != nil {
 			return nil, err

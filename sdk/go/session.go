@@ -35,6 +35,7 @@ type session struct {
 	runs      pb.RunServiceClient
 	artifacts pb.ArtifactServiceClient
 	policy    *trustPolicy
+	dials     *dialRecorder
 	bearer    *bearerCredentials
 	info      ServerInfo
 	callOpts  []grpc.CallOption
@@ -46,13 +47,18 @@ type session struct {
 func openSession(ctx context.Context, t target, creds func(context.Context) (*secret, error), o ClientOptions, log *slog.Logger) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.connectTimeout())
 	defer cancel()
-	policy, err := newTrustPolicy(t.expectedPin)
+	policy, err := newTrustPolicy(t.expectedPin, o.connectTimeout())
 	if err != nil {
 		return nil, err
 	}
 	bearer := &bearerCredentials{load: creds, trace: o.TraceContext}
 	recv := o.maxResponseBytes()
+	dials := &dialRecorder{}
 	conn, err := grpc.NewClient("passthrough:///"+t.endpoint.address(),
+		grpc.WithContextDialer(dials.dial),
+		// grpc-go waits a second before its first reconnect by default, longer than the
+		// first retry delays; reconnect at the pace of the retry policy instead.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: o.connectTimeout()}),
 		grpc.WithTransportCredentials(policy.transportCredentials()),
 		grpc.WithPerRPCCredentials(bearer),
 		grpc.WithDisableRetry(),
@@ -67,10 +73,11 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 		runs:      pb.NewRunServiceClient(conn),
 		artifacts: pb.NewArtifactServiceClient(conn),
 		policy:    policy,
+		dials:     dials,
 		bearer:    bearer,
 		callOpts:  []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)},
 	}
-	info, err := s.getServerInfo(ctx, o.readRetry(), log)
+	info, err := s.getServerInfo(ctx, o.retry(), log)
 	if err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -104,7 +111,7 @@ func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *sl
 		if e == nil || !e.Retryable() || ctx.Err() != nil {
 			return ServerInfo{}, mapped
 		}
-		delay, n, ok := b.next()
+		delay, n, ok := b.next(e.Reason != ReasonUnreachable)
 		if !ok {
 			return ServerInfo{}, mapped
 		}
@@ -126,6 +133,10 @@ func (s *session) mapError(ctx context.Context, err error, call callKind, key st
 		if v := s.policy.takeViolation(); v != nil {
 			v.IdempotencyKey = key
 			return v
+		}
+		if call == readCall && e.Reason == "" && s.dials.refused() {
+			// Nothing listens (the worker is restarting): a retry spends time, not an attempt.
+			e.Reason = ReasonUnreachable
 		}
 	}
 	return mapped

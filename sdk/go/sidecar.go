@@ -50,7 +50,17 @@ func (o SidecarOptions) validate() error {
 	if o.MaxRestarts < -1 || o.MaxRestarts > 3 {
 		return invalidField("MaxRestarts", "MaxRestarts must be between 0 and 3 (-1 disables restarts)")
 	}
+	if err := o.RestartBackoff.validate("RestartBackoff"); err != nil {
+		return err
+	}
 	return o.ClientOptions.validate()
+}
+
+func (o SidecarOptions) restartBackoff() RetryPolicy {
+	if o.RestartBackoff == (RetryPolicy{}) {
+		return DefaultRestartBackoff
+	}
+	return o.RestartBackoff
 }
 
 func (o SidecarOptions) maxRestarts() int {
@@ -81,6 +91,12 @@ type sidecarProcess struct {
 	reaped    bool
 }
 
+// DefaultRestartBackoff spaces the restarts of a sidecar that exited unexpectedly when
+// SidecarOptions.RestartBackoff is the zero value: full-jitter delays from 0.5 s doubling
+// up to 5 s (MaxRestarts, not this policy, bounds how many restarts happen).
+var DefaultRestartBackoff = RetryPolicy{MaxAttempts: 4, InitialBackoff: 500 * time.Millisecond,
+	MaxBackoff: 5 * time.Second, Multiplier: 2, MaxElapsed: 30 * time.Second}
+
 // sidecarSupervisor owns the worker across restarts.
 type sidecarSupervisor struct {
 	opts     SidecarOptions
@@ -94,7 +110,7 @@ type sidecarSupervisor struct {
 
 func newSidecarSupervisor(o SidecarOptions) (*sidecarSupervisor, error) {
 	sup := &sidecarSupervisor{opts: o, log: o.logger(),
-		backoff: newBackoff(RetryPolicy{MaxAttempts: 3, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 5 * time.Second, Multiplier: 2}, nil)}
+		backoff: newBackoff(o.restartBackoff(), nil)}
 	if o.StateDir == "" {
 		dir, err := os.MkdirTemp("", "colossus-sidecar-")
 		if err != nil {
@@ -151,9 +167,9 @@ func (sup *sidecarSupervisor) restart(ctx context.Context, old *session) (*sessi
 			"the sidecar exited unexpectedly and %d restarts were used", sup.restarts)
 	}
 	sup.restarts++
-	delay, _, ok := sup.backoff.next()
+	delay, _, ok := sup.backoff.next(true)
 	if !ok {
-		delay = 5 * time.Second
+		delay = sup.opts.restartBackoff().MaxBackoff
 	}
 	sup.log.Warn("restarting sidecar worker", "restart", sup.restarts, "delay", delay)
 	if err := sleep(ctx, delay); err != nil {

@@ -10,7 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -22,19 +22,20 @@ import (
 // It remembers the last violation so a failed RPC on a reconnect can report the typed
 // trust error rather than grpc-go's generic UNAVAILABLE.
 type trustPolicy struct {
-	pin    [sha256.Size]byte
-	passed atomic.Bool // some handshake of this channel has passed the policy
+	pin [sha256.Size]byte
+	// probeTimeout bounds the version probe after a handshake the server ended silently.
+	probeTimeout time.Duration
 
 	mu   sync.Mutex
 	last *Error
 }
 
-func newTrustPolicy(pinHex string) (*trustPolicy, error) {
+func newTrustPolicy(pinHex string, probeTimeout time.Duration) (*trustPolicy, error) {
 	raw, err := hex.DecodeString(pinHex)
 	if err != nil || len(raw) != sha256.Size || !isPin(pinHex) {
 		return nil, invalidField("expected_certificate_sha256", "the pin must be 64 lower-case hex characters")
 	}
-	p := &trustPolicy{}
+	p := &trustPolicy{probeTimeout: probeTimeout}
 	copy(p.pin[:], raw)
 	return p, nil
 }
@@ -101,17 +102,23 @@ type policedCredentials struct {
 }
 
 func (c policedCredentials) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	out, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, conn)
-	if err == nil {
-		c.policy.passed.Store(true)
-		return out, info, nil
+	counted := &countingConn{Conn: conn}
+	out, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, counted)
+	if err == nil || c.policy.hasViolation() {
+		return out, info, err
 	}
-	// A refused version is always a policy failure. Before any handshake has passed, so
-	// is every other handshake failure on an established TCP connection (a TLS 1.2-only
-	// server may simply hang up); later ones may be a restarting worker, and stay
-	// retryable.
-	if !c.policy.hasViolation() && (isVersionRefusal(err) || !c.policy.passed.Load()) {
+	switch {
+	case isVersionRefusal(err) || counted.bytesRead() > 0:
+		// The server spoke TLS and refused ours (an alert, a pre-1.3 ServerHello).
 		c.policy.record(c.policy.classifyHandshake(err))
+	case ctx.Err() == nil:
+		// Closed or reset without a TLS byte: a listener that drops its alert, or a
+		// worker that died mid-handshake. Only a probe can tell; a dead listener stays a
+		// retryable transport failure.
+		if refusal := probeTLSVersion(ctx, conn.RemoteAddr().String(), c.policy.probeTimeout); refusal != nil {
+			refusal.cause = err
+			c.policy.record(refusal)
+		}
 	}
 	return out, info, err
 }
@@ -133,9 +140,8 @@ func (p *trustPolicy) takeViolation() *Error {
 	return v
 }
 
-// classifyHandshake turns a failed handshake on an established TCP connection into a
-// trust error: the recorded policy violation when there is one, else a TLS policy
-// failure (a TLS 1.2-only server, for one, may just close the connection).
+// classifyHandshake turns a handshake the server answered and then failed into a trust
+// error: the recorded policy violation when there is one, else a TLS policy failure.
 func (p *trustPolicy) classifyHandshake(err error) *Error {
 	if v := p.takeViolation(); v != nil {
 		return v

@@ -65,7 +65,7 @@ func retainedSize(ev *pb.RunEvent) int {
 //     content fails with [ErrProtocolViolation]; a skipped sequence fails with a
 //     [*WatchGapError] (errors.Is(err, ErrWatchGap));
 //   - after UNAVAILABLE it reconnects from the last delivered sequence under the
-//     client's WatchRetry policy (jittered backoff, attempt and elapsed-time budget);
+//     client's Retry policy, or [WithRetry]'s (jittered backoff, attempt and elapsed-time budget);
 //     any other failure ends the watch at once;
 //   - a clean close is accepted as the end only when GetRun shows the same run terminal
 //     at exactly the delivered cursor; a still-running run is resumed.
@@ -84,7 +84,7 @@ func (r *Runs) Watch(ctx context.Context, runID string, opts ...CallOption) iter
 			w.progress = &WatchProgress{}
 		}
 		w.progress.last.Store(cfg.afterSequence)
-		w.core = newWatchCore(runID, cfg.afterSequence, r.c.opts.watchRetry(), eventsEqual, nil)
+		w.core = newWatchCore(runID, cfg.afterSequence, r.c.opts.retryFor(cfg), eventsEqual, nil)
 		if err := w.run(ctx, yield); err != nil {
 			yield(RunEvent{}, err)
 		}
@@ -113,12 +113,14 @@ func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool)
 			return nil
 		}
 		var cause error
+		reachedWorker := true
 		if err != nil {
 			e, ok := asError(err)
 			if !ok || !e.Retryable() || ctx.Err() != nil {
 				return err
 			}
 			cause = err
+			reachedWorker = e.Reason != ReasonUnreachable
 		} else if closedCleanly {
 			run, err := w.runs.Get(ctx, w.core.runID)
 			if err != nil {
@@ -133,7 +135,7 @@ func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool)
 				return nil
 			}
 		}
-		plan, ok := w.core.onRetryableFailure()
+		plan, ok := w.core.onRetryableFailure(reachedWorker)
 		if !ok {
 			if cause != nil {
 				return cause

@@ -6,10 +6,12 @@ import (
 )
 
 // Replay window bounds: a watch remembers at most this many delivered events, and at
-// most this many bytes of them, to tell an exact replay from an altered one.
+// most this many bytes of them (encoded size), to tell an exact replay from an altered
+// one. The byte bound holds two responses of the largest size a client accepts
+// (DefaultMaxResponseBytes); the newest event is always kept, however large.
 const (
 	replayWindowEvents = 1024
-	replayWindowBytes  = 1 << 20
+	replayWindowBytes  = 8 << 20
 )
 
 // watchVerdict is what the driver does with one received event.
@@ -43,6 +45,7 @@ type watchCore[C any] struct {
 	maxBytes int
 
 	budget     *backoff
+	reconnects int // since the last delivered event
 	progressed bool
 }
 
@@ -133,14 +136,20 @@ type resumePlan struct {
 }
 
 // onRetryableFailure returns the next reconnect, or ok=false when the budget is spent.
-// Progress since the previous failure starts a fresh budget.
-func (c *watchCore[C]) onRetryableFailure() (resumePlan, bool) {
+// Progress since the previous failure starts a fresh budget; a failure that never
+// reached the worker (reachedWorker=false) spends time but no attempt.
+func (c *watchCore[C]) onRetryableFailure(reachedWorker bool) (resumePlan, bool) {
 	if c.progressed {
 		c.progressed = false
 		c.budget.reset()
+		c.reconnects = 0
 	}
-	delay, attempt, ok := c.budget.next()
-	return resumePlan{delay: delay, attempt: attempt, after: c.last}, ok
+	delay, _, ok := c.budget.next(reachedWorker)
+	if !ok {
+		return resumePlan{attempt: c.reconnects, after: c.last}, false
+	}
+	c.reconnects++
+	return resumePlan{delay: delay, attempt: c.reconnects, after: c.last}, true
 }
 
 // onCleanClose reconciles a stream that ended with OK against GetRun: complete only when

@@ -33,7 +33,7 @@ func deliver(t *testing.T, c *watchCore[string], seq uint64, content string) {
 }
 
 func TestWatchCoreDeliversInOrderAndDropsExactReplays(t *testing.T) {
-	c := newTestCore(0, DefaultWatchRetry, nil)
+	c := newTestCore(0, DefaultRetry, nil)
 	deliver(t, c, 1, "a")
 	deliver(t, c, 2, "b")
 	v, err := c.onEvent("run_1", 1, "a", 1, false)
@@ -46,7 +46,7 @@ func TestWatchCoreDeliversInOrderAndDropsExactReplays(t *testing.T) {
 }
 
 func TestWatchCoreAlteredReplayIsAProtocolViolation(t *testing.T) {
-	c := newTestCore(0, DefaultWatchRetry, nil)
+	c := newTestCore(0, DefaultRetry, nil)
 	deliver(t, c, 1, "a")
 	_, err := c.onEvent("run_1", 1, "changed", 7, false)
 	if !errors.Is(err, ErrProtocolViolation) || errors.Is(err, ErrWatchGap) {
@@ -58,7 +58,7 @@ func TestWatchCoreAlteredReplayIsAProtocolViolation(t *testing.T) {
 }
 
 func TestWatchCoreGapFailsWithTypedError(t *testing.T) {
-	c := newTestCore(0, DefaultWatchRetry, nil)
+	c := newTestCore(0, DefaultRetry, nil)
 	deliver(t, c, 1, "a")
 	_, err := c.onEvent("run_1", 3, "c", 1, false)
 	var gap *WatchGapError
@@ -75,7 +75,7 @@ func TestWatchCoreGapFailsWithTypedError(t *testing.T) {
 }
 
 func TestWatchCoreWrongRunAndAfterTerminal(t *testing.T) {
-	c := newTestCore(0, DefaultWatchRetry, nil)
+	c := newTestCore(0, DefaultRetry, nil)
 	if _, err := c.onEvent("run_2", 1, "a", 1, false); !errors.Is(err, ErrProtocolViolation) {
 		t.Fatalf("wrong run: %v", err)
 	}
@@ -96,7 +96,7 @@ func TestWatchCoreWrongRunAndAfterTerminal(t *testing.T) {
 }
 
 func TestWatchCoreReplayAtOrBeforeCallerCursorCannotBeVerified(t *testing.T) {
-	c := newTestCore(5, DefaultWatchRetry, nil)
+	c := newTestCore(5, DefaultRetry, nil)
 	_, err := c.onEvent("run_1", 5, "x", 1, false)
 	if e, ok := asError(err); !ok || e.Reason != ReasonWatchReplayUnverified {
 		t.Fatalf("err %v", err)
@@ -105,7 +105,7 @@ func TestWatchCoreReplayAtOrBeforeCallerCursorCannotBeVerified(t *testing.T) {
 }
 
 func TestWatchCoreWindowIsBoundedInCountAndBytes(t *testing.T) {
-	c := newTestCore(0, DefaultWatchRetry, nil)
+	c := newTestCore(0, DefaultRetry, nil)
 	for i := uint64(1); i <= replayWindowEvents+10; i++ {
 		deliver(t, c, i, "e")
 	}
@@ -117,7 +117,7 @@ func TestWatchCoreWindowIsBoundedInCountAndBytes(t *testing.T) {
 		t.Fatal("a replay older than the window was accepted")
 	}
 	big := strings.Repeat("x", replayWindowBytes/4)
-	d := newTestCore(0, DefaultWatchRetry, nil)
+	d := newTestCore(0, DefaultRetry, nil)
 	for i := uint64(1); i <= 10; i++ {
 		if _, err := d.onEvent("run_1", i, big, len(big), false); err != nil {
 			t.Fatal(err)
@@ -132,7 +132,7 @@ func TestWatchCoreWindowIsBoundedInCountAndBytes(t *testing.T) {
 }
 
 func TestWatchCoreCleanCloseReconciliation(t *testing.T) {
-	c := newTestCore(0, DefaultWatchRetry, nil)
+	c := newTestCore(0, DefaultRetry, nil)
 	deliver(t, c, 1, "a")
 	if done, err := c.onCleanClose(Run{RunID: "run_1", Status: RunStatusRunning, LastSequence: 1}); done || err != nil {
 		t.Fatalf("running run: done=%v err=%v, want resume", done, err)
@@ -152,11 +152,12 @@ func TestWatchCoreCleanCloseReconciliation(t *testing.T) {
 }
 
 func TestWatchCoreReconnectBudgetCountsAttemptsAndRefillsOnProgress(t *testing.T) {
-	policy := RetryPolicy{MaxAttempts: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Multiplier: 2}
+	// MaxAttempts counts stream attempts, the first included: 4 attempts, 3 reconnects.
+	policy := RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Multiplier: 2}
 	c := newTestCore(0, policy, &fakeClock{})
 	var delays []time.Duration
 	for {
-		plan, ok := c.onRetryableFailure()
+		plan, ok := c.onRetryableFailure(true)
 		if !ok {
 			break
 		}
@@ -169,9 +170,42 @@ func TestWatchCoreReconnectBudgetCountsAttemptsAndRefillsOnProgress(t *testing.T
 		t.Fatalf("delays %v", delays)
 	}
 	deliver(t, c, 1, "a")
-	plan, ok := c.onRetryableFailure()
+	plan, ok := c.onRetryableFailure(true)
 	if !ok || plan.attempt != 1 || plan.after != 1 {
 		t.Fatalf("progress must start a fresh budget: %+v %v", plan, ok)
+	}
+}
+
+func TestWatchCoreUnreachableWorkerSpendsTimeNotAttempts(t *testing.T) {
+	clock := &fakeClock{}
+	c := newTestCore(0, DefaultRetry, clock)
+	// A refused connection for 20 s (a restarting worker): far more reconnects than
+	// MaxAttempts, each delay capped at one second, all within the elapsed budget.
+	n := 0
+	for clock.t.Sub(time.Time{}) < 20*time.Second {
+		plan, ok := c.onRetryableFailure(false)
+		if !ok {
+			t.Fatalf("the budget ended after %d refused reconnects at %v", n, clock.t.Sub(time.Time{}))
+		}
+		if plan.delay > time.Second {
+			t.Fatalf("delay %v while the worker is unreachable, want at most 1 s", plan.delay)
+		}
+		n++
+		clock.advance(max(plan.delay, 10*time.Millisecond))
+	}
+	if n <= DefaultRetry.MaxAttempts {
+		t.Fatalf("only %d reconnects in 20 s", n)
+	}
+	// Once the worker answers again, failures that reach it spend the attempts.
+	reached := 0
+	for {
+		if _, ok := c.onRetryableFailure(true); !ok {
+			break
+		}
+		reached++
+	}
+	if reached != DefaultRetry.MaxAttempts-1 {
+		t.Fatalf("%d reconnects that reached the worker, want %d", reached, DefaultRetry.MaxAttempts-1)
 	}
 }
 
@@ -181,7 +215,7 @@ func TestWatchCoreReconnectBudgetHasAnElapsedTimeLimit(t *testing.T) {
 	c := newTestCore(0, policy, clock)
 	n := 0
 	for {
-		plan, ok := c.onRetryableFailure()
+		plan, ok := c.onRetryableFailure(true)
 		if !ok {
 			break
 		}
@@ -193,19 +227,18 @@ func TestWatchCoreReconnectBudgetHasAnElapsedTimeLimit(t *testing.T) {
 	}
 }
 
-func TestDefaultWatchRetrySurvivesAWorkerRestartOfAFewSeconds(t *testing.T) {
-	// Equal jitter: even with the smallest random part, the delays add up to >= 6 s.
-	b := newBackoff(DefaultWatchRetry, (&fakeClock{}).now)
-	b.jitter = func(int64) int64 { return 0 }
-	var total time.Duration
-	for {
-		d, _, ok := b.next()
-		if !ok {
-			break
-		}
-		total += d
+func TestWatchCoreKeepsAnEventLargerThanTheByteBound(t *testing.T) {
+	c := newTestCore(0, DefaultRetry, nil)
+	deliver(t, c, 1, "small")
+	huge := strings.Repeat("x", replayWindowBytes+1)
+	deliver(t, c, 2, huge)
+	if c.count != 1 || c.bytes != len(huge) {
+		t.Fatalf("window holds %d events, %d bytes; want only the oversized newest one", c.count, c.bytes)
 	}
-	if total < 6*time.Second {
-		t.Fatalf("the default watch budget waits only %v in total", total)
+	if v, err := c.onEvent("run_1", 2, huge, len(huge), false); err != nil || v != verdictDrop {
+		t.Fatalf("an exact replay of the oversized event: %v %v, want drop", v, err)
+	}
+	if _, err := c.onEvent("run_1", 2, huge+"!", len(huge)+1, false); !errors.Is(err, ErrProtocolViolation) {
+		t.Fatalf("an altered replay of the oversized event: %v, want a protocol violation", err)
 	}
 }
