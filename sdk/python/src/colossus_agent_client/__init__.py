@@ -2,8 +2,9 @@
 
 Start with :class:`Client` (or :class:`AsyncClient`) and one of the two placements:
 :class:`DaemonOptions` for an installed shared worker, :class:`SidecarOptions` for a
-private worker the SDK starts. The generated bindings stay importable for advanced use as
-``colossus.api.v1alpha1``; nothing public here exposes them.
+private worker the SDK starts. Every error is a :class:`ColossusError`. The generated
+bindings stay importable for advanced use as ``colossus_agent_client.api.v1alpha1``;
+nothing public here exposes them.
 """
 
 from ._artifacts import Artifacts, AsyncArtifacts

@@ -1,4 +1,4 @@
-"""S6 artifacts: size- and digest-bound uploads, verified downloads (sync and async).
+"""Artifacts: size- and digest-bound uploads, verified downloads (sync and async).
 
 Uploads are never retried. Downloads are reads: an ``UNAVAILABLE`` failure restarts the
 download from the beginning under the read policy. Bytes are handed to the caller only
@@ -129,7 +129,11 @@ class DownloadVerifier:
 
 
 class Artifacts:
-    """``client.artifacts``: needs the ``artifacts`` capability."""
+    """Artifact operations; reach them as ``client.artifacts`` (never constructed directly).
+
+    Both need a worker that advertises the ``artifacts`` capability; without it they raise
+    :class:`CapabilityMissingError` before sending anything.
+    """
 
     def __init__(self, backend: SyncBackend) -> None:
         self._backend = backend
@@ -142,7 +146,29 @@ class Artifacts:
         display_name: str | None = None,
         timeout: float | None = DEFAULT,
     ) -> m.Artifact:
-        """Uploads ``data`` once (never retried). Returns the stored artifact."""
+        """Uploads ``data`` once (never retried) and checks what the worker stored.
+
+        Pass the returned :class:`Artifact` (or an :class:`ArtifactPart` naming its ID) in
+        a run's input.
+
+        Args:
+            data: the bytes to store (``bytes``, ``bytearray`` or ``memoryview``).
+            media_type: the content type, ``type/subtype`` (for example ``image/png``).
+            display_name: an optional file name to show (1-255 bytes, no path separators).
+            timeout: seconds for the whole upload; the client's default when omitted.
+
+        Returns:
+            The stored :class:`Artifact`, whose size and SHA-256 match ``data``.
+
+        Raises:
+            TypeError: ``data`` is a ``str`` or not bytes-like.
+            CapabilityMissingError: the worker does not advertise ``artifacts``.
+            ResourceExhaustedError: ``data`` is over the worker's artifact size limit.
+            InvalidArgumentError: a malformed ``media_type`` or ``display_name``, or the
+                worker rejected the upload.
+            OutcomeUnknownError: the upload may or may not have been stored.
+            ProtocolViolationError: the worker reported a different size or digest.
+        """
         conn = self._backend.connection()
         digest, messages = _upload_messages(conn, _as_bytes(data), media_type, display_name)
         try:
@@ -156,7 +182,27 @@ class Artifacts:
     def download(
         self, artifact_id: str, *, timeout: float | None = DEFAULT
     ) -> m.DownloadedArtifact:
-        """Downloads and verifies one artifact."""
+        """Downloads one artifact and verifies it before returning any byte.
+
+        A download interrupted by a briefly unavailable worker starts again from the
+        beginning, under the client's retry policy.
+
+        Args:
+            artifact_id: the artifact's ID (``Artifact.artifact_id``).
+            timeout: seconds for each attempt; the client's default when omitted.
+
+        Returns:
+            A :class:`DownloadedArtifact`: the metadata and the verified bytes.
+
+        Raises:
+            InvalidArgumentError: ``artifact_id`` is malformed.
+            CapabilityMissingError: the worker does not advertise ``artifacts``.
+            NotFoundError: no such artifact is visible to this application.
+            ArtifactIntegrityError: the bytes do not match the declared size or SHA-256.
+            ProtocolViolationError: the stream was out of order or described another
+                artifact.
+            TransportError: the worker stayed unreachable beyond the retry policy.
+        """
         check_id(artifact_id, "artifact_id")
 
         def attempt() -> m.DownloadedArtifact:
@@ -192,7 +238,8 @@ def _as_bytes(data: object) -> bytes:
 
 
 class AsyncArtifacts:
-    """The async twin of :class:`Artifacts`."""
+    """The async twin of :class:`Artifacts`; reach it as ``client.artifacts`` of an
+    :class:`AsyncClient`. Same methods, arguments, results and errors, awaited."""
 
     def __init__(self, backend: AsyncBackend) -> None:
         self._backend = backend
@@ -205,7 +252,7 @@ class AsyncArtifacts:
         display_name: str | None = None,
         timeout: float | None = DEFAULT,
     ) -> m.Artifact:
-        """Uploads ``data`` once (never retried). Returns the stored artifact."""
+        """See :meth:`Artifacts.upload`."""
         conn = await self._backend.connection()
         digest, messages = _upload_messages(conn, _as_bytes(data), media_type, display_name)
 
@@ -224,7 +271,7 @@ class AsyncArtifacts:
     async def download(
         self, artifact_id: str, *, timeout: float | None = DEFAULT
     ) -> m.DownloadedArtifact:
-        """Downloads and verifies one artifact."""
+        """See :meth:`Artifacts.download`."""
         check_id(artifact_id, "artifact_id")
 
         async def attempt() -> m.DownloadedArtifact:

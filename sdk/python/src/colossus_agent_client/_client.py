@@ -249,8 +249,17 @@ def _changes(timeout: float | object | None, retry: RetryPolicy | None) -> dict[
 
 
 class Client:
-    """A connected, verified sync client. Create it with :meth:`connect` (daemon) or
-    :meth:`start_sidecar`; close it with :meth:`close` or a ``with`` block."""
+    """A connected, verified sync client.
+
+    Create it with :meth:`connect` (an installed worker) or :meth:`start_sidecar` (a
+    private worker this process starts), never with the constructor; close it with
+    :meth:`close` or a ``with`` block. One client may be shared by many threads.
+
+    Attributes:
+        runs: run operations (:class:`Runs`): create, get, list, watch, cancel, respond.
+        artifacts: artifact upload and download (:class:`Artifacts`); needs the worker's
+            ``artifacts`` capability.
+    """
 
     def __init__(
         self,
@@ -273,6 +282,13 @@ class Client:
         order, before the bearer is used for anything else. Blocks for at most about
         ``options.connect_timeout`` seconds (plus read retries of ``GetServerInfo``).
 
+        Args:
+            options: where the worker's discovery files are, the identity enrolment
+                printed, the credential provider, and the client's defaults.
+
+        Returns:
+            A connected :class:`Client`; close it when done.
+
         Raises:
             DescriptorError, CertificateError, PinMismatchError, TlsPolicyError,
             IncompatibleServerError: a trust check failed; the bearer was not sent (or, for
@@ -286,6 +302,17 @@ class Client:
     @classmethod
     def start_sidecar(cls, options: SidecarOptions) -> Client:
         """Starts a private worker (sidecar placement), bootstraps it and connects to it.
+
+        The worker runs in its own process group and is stopped by :meth:`close`. If it
+        exits unexpectedly, the next call restarts it (at most ``options.max_restarts``
+        times over the client's life).
+
+        Args:
+            options: the worker executable, the application and grants to issue the
+                one-use bearer for, and the client's defaults.
+
+        Returns:
+            A connected :class:`Client` that owns the worker process.
 
         Raises:
             SidecarError: the worker could not be started or sent an invalid reply.
@@ -301,7 +328,11 @@ class Client:
 
     @property
     def server_info(self) -> ServerInfo:
-        """The worker's verified ``GetServerInfo`` answer."""
+        """The worker's verified ``GetServerInfo`` answer: identity, capabilities, limits.
+
+        Raises:
+            ClientClosedError: the client was closed.
+        """
         return self._backend.connection().server_info
 
     def with_options(
@@ -311,13 +342,27 @@ class Client:
 
         It shares this client's connection (and sidecar): closing either closes both.
         Omitted arguments keep this client's values.
+
+        Args:
+            timeout: seconds each call may take, or ``None`` for no deadline.
+            retry: the policy for reads and watch reconnects.
+
+        Returns:
+            A new :class:`Client` view over the same connection.
+
+        Raises:
+            TypeError: ``timeout`` is not a positive number or ``None``, or ``retry`` is
+                not a :class:`RetryPolicy`.
         """
         changes = _changes(timeout, retry)
         options = dataclasses.replace(self._options, **changes)
         return Client(_SyncOverride(self._backend, changes), options)
 
     def close(self) -> None:
-        """Closes the channel; for a sidecar, also stops the worker's process group."""
+        """Closes the channel; for a sidecar, also stops the worker's process group.
+
+        Calling it again does nothing. Any later call raises :class:`ClientClosedError`.
+        """
         self._backend.close()
 
     def __enter__(self) -> Client:
@@ -336,7 +381,16 @@ class Client:
 
 
 class AsyncClient:
-    """The asyncio twin of :class:`Client`, with the same shape."""
+    """The asyncio twin of :class:`Client`, with the same shape.
+
+    Create it with ``await AsyncClient.connect(options)`` or
+    ``async with AsyncClient.connect(options) as client:`` (likewise
+    :meth:`start_sidecar`). Use it from one event loop.
+
+    Attributes:
+        runs: run operations (:class:`AsyncRuns`).
+        artifacts: artifact upload and download (:class:`AsyncArtifacts`).
+    """
 
     def __init__(
         self,
@@ -352,8 +406,13 @@ class AsyncClient:
 
     @classmethod
     def connect(cls, options: DaemonOptions) -> Connecting:
-        """See :meth:`Client.connect`. Use ``async with AsyncClient.connect(o) as c`` or
-        ``c = await AsyncClient.connect(o)`` (then ``await c.close()``)."""
+        """See :meth:`Client.connect`: same options, checks and errors.
+
+        Returns:
+            A :class:`Connecting`: ``async with AsyncClient.connect(options) as client``
+            closes the client at the end of the block; ``client = await
+            AsyncClient.connect(options)`` leaves closing to you (``await client.close()``).
+        """
         return Connecting(cls._connect(options))
 
     @classmethod
@@ -364,7 +423,11 @@ class AsyncClient:
 
     @classmethod
     def start_sidecar(cls, options: SidecarOptions) -> Connecting:
-        """See :meth:`Client.start_sidecar`; awaitable and an async context manager."""
+        """See :meth:`Client.start_sidecar`: same options, behaviour and errors.
+
+        Returns:
+            A :class:`Connecting`, awaitable and usable in ``async with``.
+        """
         return Connecting(cls._start_sidecar(options))
 
     @classmethod
@@ -381,7 +444,7 @@ class AsyncClient:
 
     @property
     def server_info(self) -> ServerInfo:
-        """The worker's verified ``GetServerInfo`` answer."""
+        """See :attr:`Client.server_info`."""
         connection = self._backend._connection
         if connection is None:
             raise ClientClosedError("the client is closed")
@@ -407,7 +470,11 @@ class AsyncClient:
 
 
 class Connecting:
-    """What :meth:`AsyncClient.connect` returns: await it, or use it in ``async with``."""
+    """What :meth:`AsyncClient.connect` and :meth:`AsyncClient.start_sidecar` return.
+
+    Await it for an :class:`AsyncClient`, or use it in ``async with`` to have the client
+    closed when the block ends. Connect errors are raised at that point.
+    """
 
     __slots__ = ("_client", "_pending")
 

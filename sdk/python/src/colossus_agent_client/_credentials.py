@@ -1,7 +1,7 @@
-"""Credential providers: where the bearer comes from (C8).
+"""Credential providers: where the bearer comes from.
 
 The SDK asks its provider for the bearer only after the endpoint, certificate, pin and
-live handshake checks have passed (C5). Two providers ship: the OS credential store
+live handshake checks have passed. Two providers ship: the OS credential store
 through ``keyring`` (an optional extra: ``pip install 'colossus-agent-client[keyring]'``), and an
 in-memory holder for tests, sidecars and headless machines. There is no environment-variable
 or file provider on purpose.
@@ -17,15 +17,37 @@ from ._transport._bearer import Bearer
 
 @runtime_checkable
 class CredentialProvider(Protocol):
-    """Returns the application's bearer when the SDK is ready to use it."""
+    """Anything with a ``load_bearer()`` method: the source of the application's bearer.
+
+    Implement it to fetch the bearer from your own secret store. The SDK calls it once
+    per connection, only after every trust check passed, and never logs or shows the value.
+    """
 
     def load_bearer(self) -> str:
-        """Returns the raw bearer. Raise any exception to abort the connection."""
+        """Returns the raw bearer enrolment issued (32-256 visible ASCII characters).
+
+        Returns:
+            The bearer, without any ``Bearer`` prefix.
+
+        Raises:
+            Exception: any exception aborts the connection; the SDK reports it as a
+                :class:`CredentialError` naming only the exception's type, never its text.
+        """
         ...
 
 
 class InMemoryCredentialProvider:
-    """Keeps a bearer in process memory only. Its ``repr`` never shows the value."""
+    """Keeps a bearer in process memory only. Its ``repr`` never shows the value.
+
+    For tests, sidecars and headless machines (for example a bearer read from the worker's
+    ``--bearer-fd`` pipe or from your own secret manager).
+
+    Args:
+        bearer: the bearer enrolment issued.
+
+    Raises:
+        CredentialError: ``bearer`` is not a well-formed bearer (the value is not quoted).
+    """
 
     __slots__ = ("_bearer",)
 
@@ -33,6 +55,7 @@ class InMemoryCredentialProvider:
         self._bearer = Bearer(bearer)
 
     def load_bearer(self) -> str:
+        """Returns the bearer given to the constructor."""
         return self._bearer.reveal()
 
     def __repr__(self) -> str:
@@ -42,7 +65,14 @@ class InMemoryCredentialProvider:
 class KeyringCredentialProvider:
     """Reads the bearer from the OS credential store through ``keyring``.
 
-    ``service`` and ``username`` name the entry that enrolment wrote. A generic keyring
+    Needs the optional ``keyring`` extra (``pip install 'colossus-agent-client[keyring]'``)
+    and a keyring backend, which servers, CI and containers usually lack.
+
+    Args:
+        service: the keyring service name enrolment wrote the entry under.
+        username: the entry's user name (usually the application ID).
+
+    A generic keyring
     entry is a lookup namespace, not an application sandbox: on some platforms another
     process of the same OS user can read an unlocked store. Applications that must resist
     hostile same-user processes should supply their own platform-specific provider.
@@ -55,7 +85,15 @@ class KeyringCredentialProvider:
         self.username = username
 
     def load_bearer(self) -> str:
-        """Reads the entry; raises :class:`CredentialError` (with a hint) when it cannot."""
+        """Reads the bearer from the keyring entry.
+
+        Returns:
+            The stored bearer.
+
+        Raises:
+            CredentialError: ``keyring`` is not installed or has no backend (with a hint
+                for headless machines), the store failed, or the entry does not exist.
+        """
         try:
             # Imported on first use: keyring is an optional extra, and loading its
             # backends is slow.

@@ -69,7 +69,9 @@ class ErrorReason(str, enum.Enum):
 
 
 class ColossusError(Exception):
-    """Root of every error the SDK raises.
+    """Root of every error the SDK raises; catch it to handle them all.
+
+    The SDK builds these itself; the constructor arguments are the attributes below.
 
     Attributes:
         message: human-readable text; never branch on it.
@@ -113,42 +115,54 @@ class ColossusError(Exception):
         return f"{type(self).__name__}({str(self)!r})"
 
 
-# --- connection and trust (C1-C6) -------------------------------------------------------
+# --- connection and trust -------------------------------------------------------------
 
 
 class TrustError(ColossusError):
-    """The worker could not be shown to be the one this client was provisioned for."""
+    """The worker could not be shown to be the one this client was provisioned for.
+
+    Raised while connecting, before the bearer is sent (except
+    :class:`IncompatibleServerError`, which follows the first authenticated call). Never
+    retried: fix the configuration or the worker, then connect again.
+    """
 
 
 class DescriptorError(TrustError):
-    """``endpoint.json`` (or a sidecar bootstrap reply) broke the descriptor rules (C1)."""
+    """``endpoint.json`` (or a sidecar bootstrap reply) is missing, unsafe or malformed:
+    for example a loose file mode, a symbolic link, a non-loopback endpoint or an
+    unknown field."""
 
 
 class CertificateError(TrustError):
-    """``certificate.pem`` broke the certificate rules (C2)."""
+    """``certificate.pem`` is missing, unsafe or not the single P-256 leaf for the
+    loopback address the worker must present."""
 
 
 class PinMismatchError(TrustError):
-    """A certificate or instance ID disagreed with the provisioned identity (C3, C4)."""
+    """A certificate or instance ID disagreed with the identity enrolment printed. Where
+    both are known, the message and ``metadata`` (``expected``, ``actual``) show them."""
 
 
 class TlsPolicyError(TrustError):
-    """The live handshake did not meet the TLS policy: TLS 1.3 only, exactly one leaf (C4)."""
+    """The live handshake did not meet the TLS policy: TLS 1.3 only, exactly one leaf."""
 
 
 class IncompatibleServerError(TrustError):
-    """``GetServerInfo`` named another instance, package, major version or placement (C6)."""
+    """``GetServerInfo`` named another instance, API package, major version or placement
+    than this client expects."""
 
 
 class CredentialError(ColossusError):
-    """The credential provider failed or returned a malformed bearer (C5, C8)."""
+    """The credential provider failed or returned a malformed bearer. The message never
+    contains the bearer or the provider's own error text."""
 
 
 # --- errors reported by the worker ------------------------------------------------------
 
 
 class ApiError(ColossusError):
-    """The worker refused the call with a definite status."""
+    """The worker refused the call with a definite status; ``code``, ``reason`` and
+    ``metadata`` say why. A refused mutation had no effect."""
 
 
 class AuthenticationError(ApiError):
@@ -176,7 +190,7 @@ class FailedPreconditionError(ApiError):
 
 
 class CapabilityMissingError(FailedPreconditionError):
-    """The worker does not advertise a capability the call needs (S4).
+    """The worker does not advertise a capability the call needs.
 
     Raised locally before sending, or mapped from ``CAPABILITY_NOT_SUPPORTED``. The
     capability is in ``metadata["capability"]``.
@@ -184,7 +198,8 @@ class CapabilityMissingError(FailedPreconditionError):
 
 
 class ResourceExhaustedError(ApiError):
-    """``RESOURCE_EXHAUSTED``, or a message over a size cap refused locally (C7)."""
+    """``RESOURCE_EXHAUSTED`` (a rate, concurrency or size limit; ``reason`` says which),
+    or a request over the worker's advertised size cap refused locally."""
 
 
 class DataLossError(ApiError):
@@ -211,7 +226,7 @@ class WatchIdleTimeoutError(TransportError):
 
 
 class OutcomeUnknownError(ColossusError):
-    """A mutation failed in a way that leaves its effect unknown (S2).
+    """A mutation failed in a way that leaves its effect unknown.
 
     The SDK never repeats it. For ``runs.create`` repeat the call with the same
     ``idempotency_key`` (available on this error) to learn the outcome safely.
@@ -223,11 +238,11 @@ class ProtocolViolationError(ColossusError):
 
 
 class WatchGapError(ProtocolViolationError):
-    """A watch received a sequence beyond ``last_sequence + 1`` (S1)."""
+    """A watch received a sequence beyond ``last_sequence + 1``: events were lost."""
 
 
 class ArtifactIntegrityError(ProtocolViolationError):
-    """Downloaded bytes do not match the artifact's declared size or SHA-256 (S6)."""
+    """Downloaded bytes do not match the artifact's declared size or SHA-256."""
 
 
 class SidecarError(ColossusError):

@@ -138,7 +138,12 @@ class ApprovalDecision(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class TokenBucket:
-    """A rate limit: ``burst`` tokens at most, refilled at ``refill_per_second``."""
+    """A rate limit as a token bucket.
+
+    Attributes:
+        refill_per_second: tokens added per second.
+        burst: the most tokens the bucket holds (calls allowed at once after a pause).
+    """
 
     refill_per_second: int
     burst: int
@@ -146,7 +151,39 @@ class TokenBucket:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Every limit the worker enforces, as advertised by ``GetServerInfo``."""
+    """Every limit the worker enforces, as advertised by ``GetServerInfo``.
+
+    Counts are per worker unless the name ends in ``_per_application``.
+
+    Attributes:
+        max_active_runs: runs not yet terminal, across all applications.
+        max_active_runs_per_application: runs not yet terminal, for one application.
+        create_rate: new-run rate across all applications (replays cost nothing).
+        create_rate_per_application: new-run rate for one application.
+        max_watches: open watch streams across all applications.
+        max_watches_per_application: open watch streams for one application.
+        max_concurrent_list_runs: listing calls in flight across all applications.
+        max_concurrent_list_runs_per_application: listing calls in flight for one
+            application.
+        max_connections: simultaneous TLS connections.
+        max_concurrent_streams_per_connection: HTTP/2 streams on one connection.
+        max_request_bytes: the largest request message the worker accepts.
+        max_response_bytes: the largest response message the worker sends.
+        max_header_bytes: the largest block of request headers.
+        max_events_per_run: ordinary events a run may record before progress stops.
+        reserved_lifecycle_events: events kept back so a run at its cap can still finish.
+        max_input_parts: input parts in one create request.
+        max_input_bytes: UTF-8 bytes of input text in one create request.
+        max_turns: the largest ``max_turns`` a create request may ask for.
+        default_max_turns: the turns a run gets when the request leaves ``max_turns`` 0.
+        max_list_page_size: the most runs on one listing page.
+        max_list_status_filters: the most statuses one listing may filter on.
+        max_artifact_bytes: the largest artifact (0 without the ``artifacts`` capability).
+        max_artifact_chunk_bytes: the largest chunk of one upload or download message.
+        handshake_timeout_seconds: seconds the worker allows for a TLS handshake.
+        max_connection_age_seconds: seconds after which the worker gracefully closes a
+            connection (the SDK reconnects transparently).
+    """
 
     max_active_runs: int
     max_active_runs_per_application: int
@@ -177,7 +214,18 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:
-    """The worker's verified self-description."""
+    """The worker's verified self-description (``client.server_info``).
+
+    Attributes:
+        instance_id: the worker instance, as enrolment printed it.
+        api_package: the contract's package, ``colossus.api.v1alpha1``.
+        api_version: the contract version, ``v1alpha1``.
+        api_major: the contract's major version.
+        deployment_mode: shared daemon or sidecar.
+        capabilities: optional features the worker offers (for example ``artifacts``).
+        limits: every limit the worker enforces.
+        server_version: the worker's own build, for diagnostics only.
+    """
 
     instance_id: str
     api_package: str
@@ -189,7 +237,14 @@ class ServerInfo:
     server_version: str
 
     def has_capability(self, name: str) -> bool:
-        """True when the worker advertises ``name`` (for example ``artifacts``)."""
+        """Tells whether the worker offers an optional feature.
+
+        Args:
+            name: a capability name, for example ``artifacts`` or ``plans.continue``.
+
+        Returns:
+            True when the worker advertises ``name``.
+        """
         return name in self.capabilities
 
 
@@ -198,7 +253,12 @@ class ServerInfo:
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """A question with displayed choices; answer with one choice's exact text."""
+    """A question with displayed choices; answer with one choice's exact text.
+
+    Attributes:
+        question: the text to show.
+        choices: the answers to offer; :class:`PromptAnswer` must repeat one exactly.
+    """
 
     question: str
     choices: tuple[str, ...]
@@ -206,7 +266,14 @@ class Prompt:
 
 @dataclass(frozen=True, slots=True)
 class Approval:
-    """A request to allow one action; answer by echoing ``binding``."""
+    """A request to allow one action; answer by echoing ``binding``.
+
+    Attributes:
+        action_class: what kind of action is asked for.
+        binding: a one-use value tying the answer to this request; echo it unchanged.
+        display_category: a public category to show, when the worker gives one.
+        origin: where the action comes from, when the worker gives it instead.
+    """
 
     action_class: ActionClass
     binding: str
@@ -216,7 +283,14 @@ class Approval:
 
 @dataclass(frozen=True, slots=True)
 class Interaction:
-    """A durable, one-use question the run asks. Exactly one of prompt/approval is set."""
+    """A durable, one-use question the run asks. Exactly one of prompt/approval is set.
+
+    Attributes:
+        interaction_id: pass it to ``runs.respond``.
+        prompt: the question, when it is a prompt.
+        approval: the request, when it is an approval.
+        create_time: when the run asked (UTC), if known.
+    """
 
     interaction_id: str
     prompt: Prompt | None
@@ -226,7 +300,13 @@ class Interaction:
 
 @dataclass(frozen=True, slots=True)
 class PlanResult:
-    """The plan a PLAN run created or revised."""
+    """The plan a PLAN run created or revised.
+
+    Attributes:
+        plan_id: the plan.
+        revision: its revision; a :class:`PlanAction` must name this exact number.
+        status: whether it is still a Draft, or was superseded, executed or abandoned.
+    """
 
     plan_id: str
     revision: int
@@ -235,7 +315,13 @@ class PlanResult:
 
 @dataclass(frozen=True, slots=True)
 class Citation:
-    """One source of a research report."""
+    """One source of a research report.
+
+    Attributes:
+        lane: where the source was found.
+        label: a short name to show.
+        url: a link to the source (may be empty for local sources).
+    """
 
     lane: EvidenceLane
     label: str
@@ -244,7 +330,12 @@ class Citation:
 
 @dataclass(frozen=True, slots=True)
 class ResearchResult:
-    """A cited research report."""
+    """A cited research report.
+
+    Attributes:
+        report: the report text.
+        citations: the sources it cites, in order.
+    """
 
     report: str
     citations: tuple[Citation, ...]
@@ -252,7 +343,12 @@ class ResearchResult:
 
 @dataclass(frozen=True, slots=True)
 class RunFailure:
-    """Why a run failed, in public terms."""
+    """Why a run failed, in public terms.
+
+    Attributes:
+        code: a stable token to branch on.
+        message: a human-readable explanation; never branch on it.
+    """
 
     code: str
     message: str
@@ -260,7 +356,14 @@ class RunFailure:
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """The outcome of a terminal run."""
+    """The outcome of a terminal run.
+
+    Attributes:
+        output_text: all released output text, concatenated.
+        plan: the plan, for a PLAN run.
+        research: the report, for a RESEARCH run.
+        failure: why it failed, for a FAILED run.
+    """
 
     output_text: str
     plan: PlanResult | None = None
@@ -270,7 +373,23 @@ class RunResult:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One durable unit of agent work."""
+    """One durable unit of agent work.
+
+    Attributes:
+        run_id: the run's opaque ID.
+        session_id: the session the run belongs to.
+        mode: execute, plan or research.
+        role: the logical role it runs as.
+        status: where it is in its lifecycle; see :attr:`RunStatus.is_terminal`.
+        last_sequence: the sequence of its newest recorded event (0 before the first).
+        create_time: when it was created (UTC), if known.
+        update_time: when it last changed (UTC), if known.
+        idempotency_key: the key of the create request that made it.
+        end_user_id: your correlation ID for the end user, if you gave one.
+        max_turns: the turn budget it runs with.
+        pending_interaction: the question it is waiting on, while ``WAITING_FOR_INPUT``.
+        result: the outcome, once terminal.
+    """
 
     run_id: str
     session_id: str
@@ -278,7 +397,6 @@ class Run:
     role: str
     status: RunStatus
     last_sequence: int
-    """Sequence of the newest recorded event (0 before the first)."""
     create_time: datetime | None
     update_time: datetime | None
     idempotency_key: str
@@ -290,13 +408,18 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class CreateRunResult:
-    """What ``runs.create`` returns."""
+    """What ``runs.create`` returns.
+
+    Attributes:
+        run: the run that was created (or found again).
+        replayed: True when the key matched an earlier identical request and no new run
+            was made.
+        idempotency_key: the key the request carried (yours or a generated one).
+    """
 
     run: Run
     replayed: bool
-    """True when the key matched an earlier identical request and no new run was made."""
     idempotency_key: str
-    """The key the request carried: the caller's or the one the SDK generated."""
 
 
 # --- events -----------------------------------------------------------------------------
@@ -304,7 +427,12 @@ class CreateRunResult:
 
 @dataclass(frozen=True, slots=True)
 class StatusChanged:
-    """The run moved to another status."""
+    """The run moved to another status.
+
+    Attributes:
+        previous_status: the status it left.
+        status: the status it entered.
+    """
 
     previous_status: RunStatus
     status: RunStatus
@@ -312,21 +440,35 @@ class StatusChanged:
 
 @dataclass(frozen=True, slots=True)
 class OutputDelta:
-    """Released assistant text, to be appended in sequence order."""
+    """Released assistant text, to be appended in sequence order.
+
+    Attributes:
+        text: the new piece of output.
+    """
 
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class InteractionRequested:
-    """The run asked a question."""
+    """The run asked a question; answer it with ``runs.respond``.
+
+    Attributes:
+        interaction: the question.
+    """
 
     interaction: Interaction
 
 
 @dataclass(frozen=True, slots=True)
 class InteractionResolved:
-    """A question was answered or closed."""
+    """A question was answered or closed.
+
+    Attributes:
+        interaction_id: the question.
+        outcome: answered, approved, denied, cancelled or interrupted.
+        choice: the chosen text, for an answered prompt (otherwise empty).
+    """
 
     interaction_id: str
     outcome: InteractionOutcome
@@ -335,7 +477,14 @@ class InteractionResolved:
 
 @dataclass(frozen=True, slots=True)
 class ToolActivity:
-    """Tool use in public terms only."""
+    """Tool use in public terms only.
+
+    Attributes:
+        activity_id: one tool call; its phases share this ID.
+        action_class: what kind of action the tool performs.
+        display_category: a public category to show.
+        phase: started, completed or failed.
+    """
 
     activity_id: str
     action_class: ActionClass
@@ -345,7 +494,12 @@ class ToolActivity:
 
 @dataclass(frozen=True, slots=True)
 class RunTerminated:
-    """The run ended; always the last event."""
+    """The run ended; always the last event.
+
+    Attributes:
+        status: the terminal status.
+        result: the run's outcome.
+    """
 
     status: RunStatus
     result: RunResult
@@ -366,14 +520,20 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
-    """One entry of a run's ordered history. ``payload`` is ``None`` for a kind this SDK
-    does not know yet."""
+    """One entry of a run's ordered history.
+
+    Attributes:
+        run_id: the run it belongs to.
+        sequence: its position: 1 for the first event, then one more for each.
+        payload: what happened (one of the :data:`EventPayload` classes), or ``None`` for
+            a kind this SDK does not know yet.
+        event_time_us: when the worker recorded it, in microseconds since the Unix epoch.
+    """
 
     run_id: str
     sequence: int
     payload: EventPayload | None
     event_time_us: int | None = None
-    """When the worker recorded the event, in microseconds since the Unix epoch (UTC)."""
 
     @property
     def event_time(self) -> datetime | None:
@@ -393,7 +553,11 @@ class RunEvent:
 
 @dataclass(frozen=True, slots=True)
 class TextPart:
-    """UTF-8 text input."""
+    """UTF-8 text input (a plain ``str`` in the input list means the same).
+
+    Attributes:
+        text: the text.
+    """
 
     text: str
 
@@ -404,6 +568,10 @@ class ArtifactPart:
 
     Give ``media_type`` (or pass the :class:`Artifact` from ``upload`` instead) so the SDK
     can check the ``attachments.image_input`` capability before sending an image.
+
+    Attributes:
+        artifact_id: the uploaded artifact's ID.
+        media_type: its content type, when you know it.
     """
 
     artifact_id: str
@@ -412,7 +580,16 @@ class ArtifactPart:
 
 @dataclass(frozen=True, slots=True)
 class ResearchOptions:
-    """Bounds of a research run: depth 1-5 and a non-empty set of distinct lanes."""
+    """Bounds of a research run: depth 1-5 and a non-empty set of distinct lanes.
+
+    Attributes:
+        depth: how far the research goes, from 1 to 5.
+        lanes: the sources it may consult.
+
+    Raises:
+        TypeError, InvalidArgumentError: a lane that is neither an :class:`EvidenceLane`
+            nor one of its names.
+    """
 
     depth: int
     lanes: tuple[EvidenceLane, ...]
@@ -424,7 +601,17 @@ class ResearchOptions:
 
 @dataclass(frozen=True, slots=True)
 class PlanAction:
-    """Continue a Draft plan of an earlier PLAN run (needs ``plans.continue``)."""
+    """Continue a Draft plan of an earlier PLAN run (needs ``plans.continue``).
+
+    Attributes:
+        source_run_id: the PLAN run whose plan to continue.
+        revision: the plan revision you saw; a newer one makes the create fail.
+        kind: revise the plan, or execute it.
+
+    Raises:
+        TypeError, InvalidArgumentError: ``kind`` is neither a :class:`PlanActionKind`
+            nor one of its names.
+    """
 
     source_run_id: str
     revision: int
@@ -437,14 +624,27 @@ class PlanAction:
 
 @dataclass(frozen=True, slots=True)
 class PromptAnswer:
-    """Answer to a prompt: the chosen text exactly as displayed."""
+    """Answer to a prompt: the chosen text exactly as displayed.
+
+    Attributes:
+        choice: one of :attr:`Prompt.choices`, unchanged.
+    """
 
     choice: str
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
-    """Answer to an approval: its binding echoed, and the decision."""
+    """Answer to an approval: its binding echoed, and the decision.
+
+    Attributes:
+        binding: :attr:`Approval.binding`, unchanged.
+        decision: approve or deny.
+
+    Raises:
+        TypeError, InvalidArgumentError: ``decision`` is neither an
+            :class:`ApprovalDecision` nor one of its names.
+    """
 
     binding: str
     decision: ApprovalDecision
@@ -458,7 +658,12 @@ class ApprovalAnswer:
 
 @dataclass(frozen=True, slots=True)
 class RunPage:
-    """One ``ListRuns`` page. ``runs`` may be empty while ``next_page_token`` is set."""
+    """One listing page. ``runs`` may be empty while ``next_page_token`` is set.
+
+    Attributes:
+        runs: the runs on this page, newest first.
+        next_page_token: pass it as ``page_token`` to continue; empty on the last page.
+    """
 
     runs: tuple[Run, ...]
     next_page_token: str
@@ -469,7 +674,16 @@ class RunPage:
 
 @dataclass(frozen=True, slots=True)
 class Artifact:
-    """A stored artifact."""
+    """A stored artifact.
+
+    Attributes:
+        artifact_id: its opaque ID.
+        media_type: its content type.
+        size_bytes: its size.
+        sha256: the lower-case hex SHA-256 of its bytes.
+        display_name: the file name to show (may be empty).
+        create_time: when it was stored (UTC), if known.
+    """
 
     artifact_id: str
     media_type: str
@@ -481,7 +695,12 @@ class Artifact:
 
 @dataclass(frozen=True, slots=True)
 class DownloadedArtifact:
-    """A downloaded artifact whose bytes matched its declared size and SHA-256."""
+    """A downloaded artifact whose bytes matched its declared size and SHA-256.
+
+    Attributes:
+        artifact: its metadata.
+        data: the verified bytes (left out of ``repr``).
+    """
 
     artifact: Artifact
     data: bytes = field(repr=False)

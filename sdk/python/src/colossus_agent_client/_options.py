@@ -32,6 +32,10 @@ class RetryPolicy:
     (``max_elapsed``). While the worker cannot be reached at all (restarting, connection
     refused), the SDK waits for the channel to come back within ``max_elapsed`` instead of
     spending attempts, so a worker restart of a few seconds ends neither a read nor a watch.
+
+    Raises:
+        InvalidArgumentError: a negative backoff, fewer than one attempt, a multiplier
+            below 1, or a ``max_elapsed`` that is not positive.
     """
 
     max_attempts: int = 5
@@ -56,13 +60,29 @@ class RetryPolicy:
             raise InvalidArgumentError("RetryPolicy.max_elapsed must be positive or None")
 
     def remaining(self, first_failure: float, now: float) -> float | None:
-        """Seconds left of ``max_elapsed`` (``None``: unlimited; ``0.0``: spent)."""
+        """Seconds left of the ``max_elapsed`` budget.
+
+        Args:
+            first_failure: when the first failure happened (``time.monotonic()``).
+            now: the current ``time.monotonic()``.
+
+        Returns:
+            The seconds left; ``None`` when there is no time limit, ``0.0`` when spent.
+        """
         if self.max_elapsed is None:
             return None
         return max(0.0, first_failure + self.max_elapsed - now)
 
     def delays(self, rng: random.Random | None = None) -> Iterator[float]:
-        """Yields one "full jitter" delay per retry: uniform in [0, ceiling]."""
+        """Yields one "full jitter" delay per retry: uniform in [0, ceiling].
+
+        Args:
+            rng: the random source (the ``random`` module when omitted), for tests.
+
+        Returns:
+            An iterator of ``max_attempts - 1`` delays in seconds; the ceiling starts at
+            ``initial_backoff``, grows by ``multiplier`` and never exceeds ``max_backoff``.
+        """
         pick = (rng or random).uniform
         ceiling = self.initial_backoff
         for _ in range(self.max_attempts - 1):
@@ -84,7 +104,7 @@ def _check_identity(instance_id: str, pin: str) -> None:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClientOptions:
-    """Behaviour shared by both placements."""
+    """Behaviour shared by both placements (the fields every options object has)."""
 
     timeout: float | None = 30.0
     """Default per-call timeout in seconds (``None``: no deadline). Watches use
@@ -109,6 +129,10 @@ class DaemonOptions(ClientOptions):
     expected instance ID and certificate SHA-256 from enrolment, and a credential provider
     for the bearer. The expected values must come from trusted configuration, never from
     re-reading the discovery folder.
+
+    Raises:
+        TypeError: ``public_api_dir`` is neither a ``str`` nor path-like.
+        InvalidArgumentError: a malformed expected instance ID or certificate SHA-256.
     """
 
     public_api_dir: Path | str | os.PathLike[str]
@@ -136,7 +160,15 @@ class DaemonOptions(ClientOptions):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SidecarOptions(ClientOptions):
-    """Start and supervise a private worker (sidecar placement)."""
+    """Start and supervise a private worker (sidecar placement).
+
+    The SDK starts ``executable`` with a bootstrap pipe, issues a one-use bearer for
+    ``application_id`` with exactly the given grants, and stops the worker on close.
+
+    Raises:
+        InvalidArgumentError: a malformed ``application_id`` or ``max_restarts`` outside
+            0-3.
+    """
 
     executable: Path | str
     """The worker program, e.g. ``colossus-reference-worker``; found on ``PATH`` if bare."""

@@ -1,4 +1,4 @@
-"""S3: follow ``next_page_token`` through short and empty pages, sync and async.
+"""Listing: follow ``next_page_token`` through short and empty pages, sync and async.
 
 ``PageCursor`` is the shared, I/O-free part; the two pagers only fetch.
 """
@@ -34,8 +34,9 @@ class PageCursor:
 class RunPager:
     """Iterates every matching run, fetching pages lazily. ``pages()`` yields whole pages.
 
-    Each :class:`RunPage` carries ``next_page_token``; pass it to
-    ``runs.list(page_token=...)`` (same filter) to resume a listing later.
+    Returned by :meth:`Runs.list` (never constructed directly). Each :class:`RunPage`
+    carries ``next_page_token``; pass it to ``runs.list(page_token=...)`` (same filter) to
+    resume a listing later. Iterating raises what :meth:`Runs.list` documents.
     """
 
     def __init__(self, fetch: Callable[[str], RunPage], page_token: str = "") -> None:
@@ -43,7 +44,15 @@ class RunPager:
         self._start = page_token
 
     def pages(self) -> Iterator[RunPage]:
-        """Yields each page in turn (short and empty pages included)."""
+        """Yields each page in turn (short and empty pages included).
+
+        Returns:
+            An iterator of :class:`RunPage`; it stops after the page without a token.
+
+        Raises:
+            ProtocolViolationError: the worker repeated an empty page with the same token.
+            TransportError, ApiError: a page could not be fetched (see :meth:`Runs.list`).
+        """
         cursor = PageCursor(self._start)
         while not cursor.done:
             page = self._fetch(cursor.token)
@@ -56,14 +65,17 @@ class RunPager:
 
 
 class AsyncRunPager:
-    """The async twin of :class:`RunPager`: ``async for run in pager``."""
+    """The async twin of :class:`RunPager`: ``async for run in pager``.
+
+    Returned by :meth:`AsyncRuns.list`; same pages, tokens and errors.
+    """
 
     def __init__(self, fetch: Callable[[str], Awaitable[RunPage]], page_token: str = "") -> None:
         self._fetch = fetch
         self._start = page_token
 
     async def pages(self) -> AsyncIterator[RunPage]:
-        """Yields each page in turn (short and empty pages included)."""
+        """See :meth:`RunPager.pages`: ``async for page in pager.pages()``."""
         cursor = PageCursor(self._start)
         while not cursor.done:
             page = await self._fetch(cursor.token)

@@ -3,7 +3,7 @@
 Reads (get, list, watch) retry ``UNAVAILABLE`` under the client's policy. Mutations
 (create, cancel, respond) run exactly once; an ambiguous failure raises
 :class:`OutcomeUnknownError`. Every create carries an idempotency key, generated once per
-call when the caller gives none, and returned on the result and on every error (S2).
+call when the caller gives none, and returned on the result and on every error.
 """
 
 from __future__ import annotations
@@ -161,7 +161,13 @@ def _key(idempotency_key: str | None) -> str:
 
 
 class Runs:
-    """Sync run operations; reach them as ``client.runs``."""
+    """Sync run operations; reach them as ``client.runs`` (never constructed directly).
+
+    Reads (:meth:`get`, :meth:`list`, :meth:`watch`) retry a worker that is briefly
+    unavailable under the client's :class:`RetryPolicy`. Mutations (:meth:`create`,
+    :meth:`cancel`, :meth:`respond`) are sent once; when their effect is unknown they raise
+    :class:`OutcomeUnknownError`.
+    """
 
     def __init__(self, backend: SyncBackend, policy: RetryPolicy) -> None:
         self._backend = backend
@@ -251,7 +257,22 @@ class Runs:
             conn = self._backend.connection()
 
     def get(self, run_id: str, *, timeout: float | None = DEFAULT) -> m.Run:
-        """Returns one run."""
+        """Returns one run as the worker has it now.
+
+        Args:
+            run_id: the run's ID (from :meth:`create`, :meth:`list` or an event).
+            timeout: seconds for each attempt; the client's default when omitted.
+
+        Returns:
+            The :class:`Run`, with its status, result and any pending interaction.
+
+        Raises:
+            InvalidArgumentError: ``run_id`` is not a well-formed ID.
+            NotFoundError: no run with this ID is visible to this application.
+            AuthenticationError, PermissionDeniedError: the bearer or its grant was refused.
+            TransportError: the worker stayed unreachable beyond the retry policy.
+            ClientClosedError: the client was closed.
+        """
         request = run_service_pb2.GetRunRequest(run_id=check_id(run_id, "run_id"))
 
         def attempt() -> m.Run:
@@ -273,6 +294,8 @@ class Runs:
     ) -> RunPager:
         """Iterates the application's runs, newest first, across every page.
 
+        Pages are fetched lazily while you iterate; each fetch is a read with retries.
+
         Args:
             statuses: only runs in these statuses (members or names, e.g. ``["SUCCEEDED"]``).
             page_size: runs per page (0: the worker's default; it caps the value).
@@ -286,6 +309,12 @@ class Runs:
         Raises:
             InvalidArgumentError: a bad filter or page size (locally), or a token the worker
                 rejects (``PAGE_TOKEN_INVALID``, when the first page is fetched).
+            TypeError: a status is neither a :class:`RunStatus` nor one of its names, or
+                ``page_token`` is not a ``str``.
+            ProtocolViolationError: while iterating, the worker repeated an empty page
+                with the same token.
+            TransportError, AuthenticationError, PermissionDeniedError: while iterating, as
+                for :meth:`get`.
         """
         wanted = enum_args(statuses, m.RunStatus, "statuses")
         token = _check_page_token(page_token)
@@ -318,7 +347,33 @@ class Runs:
         idle_timeout: float | None = None,
         retry: RetryPolicy | None = None,
     ) -> Watch:
-        """Streams the run's events after ``after_sequence``, deduplicated and gap-checked."""
+        """Streams the run's events after ``after_sequence``, in order and each once.
+
+        The stream reconnects by itself after a retryable failure, resuming after the
+        last delivered event; a replayed event is dropped and a skipped sequence is an
+        error. Iteration ends after the run's terminal event. Nothing is sent until you
+        start iterating; close the watch (or use ``with``) to stop early.
+
+        Args:
+            run_id: the run to follow.
+            after_sequence: deliver only events with a larger sequence (0: from the
+                start); pass ``watch.last_sequence`` of an earlier watch to resume it.
+            on_reconnect: called with a :class:`ReconnectInfo` before each reconnect.
+            idle_timeout: seconds without an event after which the watch fails with
+                :class:`WatchIdleTimeoutError` (``None``: wait forever).
+            retry: the reconnect policy for this watch; the client's when omitted.
+
+        Returns:
+            A :class:`Watch`: iterate it for :class:`RunEvent` objects.
+
+        Raises:
+            InvalidArgumentError: ``run_id`` is malformed or ``after_sequence`` is not an
+                integer from 0 to 2**64 - 1 (raised here, before any request).
+            WatchGapError, ProtocolViolationError: while iterating, the worker skipped a
+                sequence or altered a replayed event.
+            NotFoundError, TransportError, WatchIdleTimeoutError: while iterating, the run
+                is not visible, reconnects ran out, or the stream stayed silent too long.
+        """
         return Watch(
             self._backend,
             check_id(run_id, "run_id"),
@@ -329,7 +384,22 @@ class Runs:
         )
 
     def cancel(self, run_id: str, *, timeout: float | None = DEFAULT) -> m.Run:
-        """Asks the run to stop (idempotent on the worker; never retried by the SDK)."""
+        """Asks the run to stop. Idempotent on the worker, but never retried by the SDK.
+
+        Args:
+            run_id: the run to cancel.
+            timeout: seconds for the call; the client's default when omitted.
+
+        Returns:
+            The :class:`Run` after the request (usually ``CANCELLING`` or already terminal).
+
+        Raises:
+            OutcomeUnknownError: the call may or may not have reached the worker; cancelling
+                again is safe.
+            NotFoundError: no such run is visible to this application.
+            FailedPreconditionError: the run cannot be cancelled in its current state.
+            InvalidArgumentError, AuthenticationError, PermissionDeniedError: refused.
+        """
         request = run_service_pb2.CancelRunRequest(run_id=check_id(run_id, "run_id"))
         conn = self._backend.connection()
         response = call_mutation_sync(conn.runs.CancelRun, request, conn, conn.timeout(timeout))
@@ -343,7 +413,29 @@ class Runs:
         *,
         timeout: float | None = DEFAULT,
     ) -> m.Run:
-        """Answers the run's pending prompt or approval (never retried)."""
+        """Answers the run's pending prompt or approval. Sent once, never retried.
+
+        Args:
+            run_id: the run that asked.
+            interaction_id: ``run.pending_interaction.interaction_id`` (or the ID in an
+                :class:`InteractionRequested` event).
+            answer: a :class:`PromptAnswer` with one displayed choice, or an
+                :class:`ApprovalAnswer` echoing the approval's ``binding``.
+            timeout: seconds for the call; the client's default when omitted.
+
+        Returns:
+            The :class:`Run` after the answer was recorded.
+
+        Raises:
+            OutcomeUnknownError: the answer may or may not have been recorded; read the run
+                to find out.
+            NotFoundError: the run, or this interaction on it, is not visible.
+            FailedPreconditionError: the interaction was already resolved or the run ended.
+            InvalidArgumentError: the answer does not fit the interaction (wrong choice or
+                binding, or a prompt answer to an approval), or a malformed ID.
+            ResourceExhaustedError: the request is over the worker's size cap.
+            AuthenticationError, PermissionDeniedError: the bearer or its grant was refused.
+        """
         conn = self._backend.connection()
         request = build_respond(conn.server_info, run_id, interaction_id, answer)
         response = call_mutation_sync(
@@ -353,7 +445,8 @@ class Runs:
 
 
 class AsyncRuns:
-    """The async twin of :class:`Runs`; reach it as ``client.runs``."""
+    """The async twin of :class:`Runs`; reach it as ``client.runs`` of an
+    :class:`AsyncClient`. Same methods, arguments, results and errors, awaited."""
 
     def __init__(self, backend: AsyncBackend, policy: RetryPolicy) -> None:
         self._backend = backend

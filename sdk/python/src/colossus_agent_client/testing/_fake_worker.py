@@ -165,6 +165,8 @@ class FakeWorker:
 
     Use it as a context manager and connect with :meth:`daemon_options`::
 
+        import colossus_agent_client as colossus
+
         with FakeWorker() as worker:
             worker.script(["Hello", ", world"])
             with colossus.Client.connect(worker.daemon_options()) as client:
@@ -175,6 +177,14 @@ class FakeWorker:
     Every run it creates has already ended: its events are the queued output texts plus
     a terminal event with the queued status. ``calls`` lists the RPCs received, in order.
     It serves the system and run services (no artifacts).
+
+    Args:
+        capabilities: the optional features it advertises in ``GetServerInfo``.
+
+    Attributes:
+        capabilities: as given.
+        calls: the RPC method names received, in order (for assertions).
+        port: the loopback port it listens on.
     """
 
     def __init__(self, *, capabilities: Sequence[str] = ("plans.continue", "research")) -> None:
@@ -198,7 +208,11 @@ class FakeWorker:
 
     # --- lifecycle ------------------------------------------------------------------
     def start(self) -> FakeWorker:
-        """Starts serving on ``127.0.0.1:<port>``."""
+        """Starts serving on ``127.0.0.1:<port>``.
+
+        Returns:
+            This worker, so ``worker = FakeWorker().start()`` works.
+        """
         self._server.start()
         return self
 
@@ -222,8 +236,18 @@ class FakeWorker:
 
     # --- connecting -----------------------------------------------------------------
     def daemon_options(self, **overrides: Any) -> DaemonOptions:
-        """Options that connect to this worker: discovery files in a private folder, its
-        instance ID and pin, its bearer, and fast retries. ``overrides`` replace fields."""
+        """Options that connect to this worker.
+
+        The first call writes its discovery files into a private folder (removed by
+        :meth:`stop`).
+
+        Args:
+            overrides: :class:`DaemonOptions` fields to replace (for example ``timeout``).
+
+        Returns:
+            :class:`DaemonOptions` with this worker's folder, instance ID, pin and bearer,
+            and fast retries.
+        """
         if self._folder is None:
             self._folder = Path(tempfile.mkdtemp(prefix="colossus-fake-"))
             os.chmod(self._folder, 0o700)
@@ -257,18 +281,41 @@ class FakeWorker:
     def script(
         self, outputs: Sequence[str] = (), *, status: RunStatus | str = RunStatus.SUCCEEDED
     ) -> None:
-        """Queues what the next created run produces: output texts, then ``status``."""
+        """Queues what the next created run produces: output texts, then ``status``.
+
+        Args:
+            outputs: texts sent as :class:`OutputDelta` events, in order.
+            status: the terminal status (a :class:`RunStatus` or its name).
+
+        Raises:
+            ValueError: ``status`` is not terminal.
+        """
         self._scripts.append((tuple(outputs), _terminal(status)))
 
     def add_run(
         self, outputs: Sequence[str] = (), *, status: RunStatus | str = RunStatus.SUCCEEDED
     ) -> str:
-        """Stores an already finished run (as if created earlier); returns its ID."""
+        """Stores an already finished run, as if created earlier (for listing tests).
+
+        Args:
+            outputs: texts of its :class:`OutputDelta` events, in order.
+            status: its terminal status (a :class:`RunStatus` or its name).
+
+        Returns:
+            The new run's ID.
+
+        Raises:
+            ValueError: ``status`` is not terminal.
+        """
         with self._lock:
             return self._store_run(tuple(outputs), _terminal(status), key="")
 
     def inject(self, *faults: Fault) -> None:
-        """Arms faults; each is used once, by the next call it applies to."""
+        """Arms faults; each is used once, by the next call it applies to.
+
+        Args:
+            faults: :class:`Fault` objects, applied in the order given per method.
+        """
         with self._lock:
             self._faults.extend(faults)
 

@@ -10,6 +10,13 @@ class Fault:
     """One injected misbehaviour, used once by the next call it applies to.
 
     Build them with the class methods; hand them to :meth:`FakeWorker.inject`.
+
+    Attributes:
+        method: the RPC it applies to (``"WatchRun"``, ``"CreateRun"``...).
+        kind: what goes wrong (``drop``, ``gap``, ``replay``, ``after_commit``, ``fail``).
+        after_events: for watch faults, how many events are sent before it strikes.
+        code: for ``fail``, the gRPC status code name.
+        reason: for ``fail``, the ``ErrorInfo`` reason to attach, if any.
     """
 
     method: str
@@ -27,7 +34,7 @@ class Fault:
     @classmethod
     def gap(cls, *, after_events: int = 0) -> Fault:
         """The next ``WatchRun`` skips one sequence after ``after_events`` events: the SDK
-        raises :class:`~colossus.WatchGapError`."""
+        raises :class:`~colossus_agent_client.WatchGapError`."""
         return cls("WatchRun", "gap", after_events=after_events)
 
     @classmethod
@@ -39,7 +46,8 @@ class Fault:
     @classmethod
     def unavailable_after_commit(cls, method: str = "CreateRun") -> Fault:
         """The next ``method`` call takes effect, then fails with ``UNAVAILABLE``: a
-        mutation's outcome is unknown to the SDK (:class:`~colossus.OutcomeUnknownError`)."""
+        mutation's outcome is unknown to the SDK
+        (:class:`~colossus_agent_client.OutcomeUnknownError`)."""
         return cls(method, "after_commit")
 
     @classmethod

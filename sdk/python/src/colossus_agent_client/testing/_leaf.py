@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TestLeaf:
-    """A self-signed CA=false leaf for 127.0.0.1 and its private key (PEM)."""
+    """A self-signed CA=false leaf for 127.0.0.1 and its private key (PEM).
+
+    Attributes:
+        cert_pem: the certificate, PEM.
+        key_pem: its private key, PEM (unencrypted PKCS#8).
+        der: the certificate, DER.
+    """
 
     __test__ = False  # not a pytest test class, despite the name
 
@@ -25,7 +31,11 @@ class TestLeaf:
 
 
 def make_test_leaf() -> TestLeaf:
-    """Generates a fresh leaf valid for a month, with an IP SAN for 127.0.0.1."""
+    """Generates a fresh P-256 leaf valid for a month, with an IP SAN for 127.0.0.1.
+
+    Returns:
+        A :class:`TestLeaf`; its ``sha256`` is the pin to expect.
+    """
     from cryptography import x509  # noqa: PLC0415 - only test helpers need it
     from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
     from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415

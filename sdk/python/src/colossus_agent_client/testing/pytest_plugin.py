@@ -4,9 +4,9 @@ Enable in ``conftest.py`` with ``pytest_plugins = ["colossus_agent_client.testin
 
 ``colossus_fake_worker``
     A started :class:`~colossus_agent_client.testing.FakeWorker`; connect with
-    ``colossus.Client.connect(colossus_fake_worker.daemon_options())``.
+    ``colossus_agent_client.Client.connect(colossus_fake_worker.daemon_options())``.
 ``colossus_reference_worker``
-    A :class:`~colossus.Client` connected to the real reference worker, started as a
+    A :class:`~colossus_agent_client.Client` connected to the real reference worker, started as a
     private sidecar for the test and stopped after it. The executable is
     ``$COLOSSUS_REFERENCE_WORKER`` or ``colossus-reference-worker`` on ``PATH``
     (``pip install colossus-reference-worker``); without it the fixture fails with an
