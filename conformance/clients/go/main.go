@@ -46,22 +46,27 @@ func main() {
 	os.Exit(serve(os.Stdin, os.Stdout, bearers))
 }
 
-func serve(in io.Reader, out io.Writer, bearers io.Reader) int {
-	scanner := bufio.NewScanner(in)
-	scanner.Buffer(make([]byte, 1<<20), 64<<20)
-	writer := bufio.NewWriter(out)
-	write := func(msg any) {
-		data, err := json.Marshal(msg)
-		if err != nil {
-			log.Printf("cannot encode a message: %v", err)
-			return
-		}
-		writer.Write(data)
-		writer.WriteByte('\n')
-		writer.Flush()
+// The protocol's two streams, shared by the loop below and by sync points inside a case.
+var (
+	lines  *bufio.Scanner
+	writer *bufio.Writer
+)
+
+func write(msg any) {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		log.Printf("cannot encode a message: %v", err)
+		return
 	}
-	for scanner.Scan() {
-		line := bytes.TrimSpace(scanner.Bytes())
+	writer.Write(data)
+	writer.WriteByte('\n')
+	writer.Flush()
+}
+
+// nextMessage reads the next non-empty line as a JSON object; io.EOF once stdin closes.
+func nextMessage() (map[string]any, error) {
+	for lines.Scan() {
+		line := bytes.TrimSpace(lines.Bytes())
 		if len(line) == 0 {
 			continue
 		}
@@ -69,7 +74,42 @@ func serve(in io.Reader, out io.Writer, bearers io.Reader) int {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
 		if err := dec.Decode(&msg); err != nil {
-			log.Printf("unreadable line: %v", err)
+			return nil, fmt.Errorf("unreadable line: %w", err)
+		}
+		return msg, nil
+	}
+	if err := lines.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.EOF
+}
+
+// waitForRelease tells the runner that a step reached its sync point and blocks until the
+// runner releases it (it restarts or stops the worker meanwhile); the caller then goes on
+// with the same SDK client and, inside a watch, the same iterator.
+func waitForRelease(caseName, step string) error {
+	write(map[string]any{"type": "sync", "case": caseName, "step": step})
+	msg, err := nextMessage()
+	if err != nil {
+		return fmt.Errorf("waiting at sync point %s: %w", step, err)
+	}
+	if msg["type"] != "release" || msg["step"] != step {
+		return fmt.Errorf("expected the release of sync point %s, got a %v message", step, msg["type"])
+	}
+	return nil
+}
+
+func serve(in io.Reader, out io.Writer, bearers io.Reader) int {
+	lines = bufio.NewScanner(in)
+	lines.Buffer(make([]byte, 1<<20), 64<<20)
+	writer = bufio.NewWriter(out)
+	for {
+		msg, err := nextMessage()
+		if err == io.EOF {
+			return 0
+		}
+		if err != nil {
+			log.Print(err)
 			return 2
 		}
 		switch msg["type"] {
@@ -91,20 +131,19 @@ func serve(in io.Reader, out io.Writer, bearers io.Reader) int {
 			return 2
 		}
 	}
-	return 0
 }
 
 // retryBudget reports the policies every connection of this client uses: the SDK's
 // defaults, which the client does not override.
 func retryBudget() map[string]any {
-	read, watch := colossus.DefaultReadRetry, colossus.DefaultWatchRetry
+	policy := colossus.DefaultRetry // reads and watch reconnects share it
 	var elapsed any
-	if watch.MaxElapsed > 0 {
-		elapsed = watch.MaxElapsed.Seconds()
+	if policy.MaxElapsed > 0 {
+		elapsed = policy.MaxElapsed.Seconds()
 	}
 	return map[string]any{
-		"read_attempts":         read.MaxAttempts + 1,
-		"watch_attempts":        watch.MaxAttempts + 1,
+		"read_attempts":         policy.MaxAttempts,
+		"watch_attempts":        policy.MaxAttempts,
 		"watch_elapsed_seconds": elapsed,
 	}
 }

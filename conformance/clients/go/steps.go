@@ -40,12 +40,14 @@ type caseRun struct {
 	providers   map[string]*countingProvider
 	results     map[string]map[string]any
 	deadline    time.Duration
+	// calls of a step's provider when its sync point was released, by step id
+	callsAtRelease map[string]int64
 }
 
 func newCaseRun(msg map[string]any, bearers map[string]string) *caseRun {
 	c := &caseRun{instruction: msg, specs: map[string]map[string]any{}, bearers: bearers,
 		clients: map[string]*colossus.Client{}, providers: map[string]*countingProvider{},
-		results: map[string]map[string]any{}, deadline: 60 * time.Second}
+		results: map[string]map[string]any{}, deadline: 60 * time.Second, callsAtRelease: map[string]int64{}}
 	conns, _ := msg["connections"].([]any)
 	for _, raw := range conns {
 		spec, _ := raw.(map[string]any)
@@ -59,6 +61,11 @@ func newCaseRun(msg map[string]any, bearers map[string]string) *caseRun {
 		}
 	}
 	return c
+}
+
+func (c *caseRun) caseName() string {
+	name, _ := c.instruction["case"].(string)
+	return name
 }
 
 func (c *caseRun) connName(args map[string]any) string {
@@ -164,7 +171,7 @@ func (c *caseRun) run() []any {
 		rawArgs, _ := step["args"].(map[string]any)
 		name := c.connName(rawArgs)
 		before, counted := int64(0), false
-		if op != "sleep" {
+		if op != "sleep" && op != "sync" {
 			before, counted = c.credentialCalls(name)
 		}
 		resolved, err := resolve(rawArgs, c.results)
@@ -197,6 +204,9 @@ func (c *caseRun) run() []any {
 		if counted && !(op == "close" && c.providers[name] == nil) {
 			after, _ := c.credentialCalls(name)
 			report["credential_calls"] = after - before
+			if atRelease, synced := c.callsAtRelease[id]; synced {
+				report["credential_calls_after_sync"] = after - atRelease
+			}
 		}
 		report["elapsed_ms"] = float64(time.Since(started).Microseconds()) / 1000
 		c.results[id] = report
@@ -347,6 +357,8 @@ func (c *caseRun) perform(ctx context.Context, op string, args map[string]any, r
 	case "sleep":
 		time.Sleep(time.Duration(argFloat(args, "seconds", 0) * float64(time.Second)))
 		return map[string]any{}, nil
+	case "sync":
+		return map[string]any{}, waitForRelease(c.caseName(), report["id"].(string))
 	case "close":
 		if cl, ok := c.clients[name]; ok {
 			delete(c.clients, name)
@@ -560,6 +572,10 @@ func (c *caseRun) watch(ctx context.Context, cl *colossus.Client, args map[strin
 	if err != nil {
 		return nil, err
 	}
+	syncAfter, _, err := argUint(args, "sync_after_events")
+	if err != nil {
+		return nil, err
+	}
 	events := []map[string]any{}
 	hooks := []map[string]any{}
 	view := map[string]any{"events": events, "completed": false, "reconnects": 0}
@@ -584,6 +600,13 @@ func (c *caseRun) watch(ctx context.Context, cl *colossus.Client, args map[strin
 			break
 		}
 		events = append(events, eventView(event))
+		if syncAfter > 0 && uint64(len(events)) == syncAfter {
+			// The sync point: the runner acts on the worker while this same iterator waits.
+			if failure = waitForRelease(c.caseName(), report["id"].(string)); failure != nil {
+				break
+			}
+			c.callsAtRelease[report["id"].(string)], _ = c.credentialCalls(c.connName(args))
+		}
 		if (until != "" && events[len(events)-1]["kind"] == until) || (limit > 0 && uint64(len(events)) >= limit) {
 			stoppedEarly = true
 			break

@@ -54,6 +54,10 @@ class AsyncCaseRun(shared.CaseState):
                     report["hooks"] = hooks
         return self.result()
 
+    async def wait_for_release(self, step: str) -> None:
+        """Waits at a sync point on a thread, so the SDK's own tasks keep running meanwhile."""
+        await asyncio.to_thread(shared.wait_for_release, self.instruction["case"], step)
+
     async def close(self) -> None:
         for client in self.clients.values():
             try:
@@ -67,6 +71,9 @@ class AsyncCaseRun(shared.CaseState):
     ) -> tuple[dict[str, Any], list]:
         if op == "sleep":
             await asyncio.sleep(float(args.get("seconds", 0)))
+            return {}, []
+        if op == "sync":
+            await self.wait_for_release(report["id"])
             return {}, []
         conn = args.get("conn")
         if op == "close":
@@ -122,7 +129,11 @@ class AsyncCaseRun(shared.CaseState):
         async with client.runs.watch(args["run_id"], **tally.options) as watch:
             try:
                 async for event in watch:
-                    if tally.add(event):
+                    stop = tally.add(event)
+                    if tally.at_sync_point():
+                        await self.wait_for_release(report["id"])
+                        self.released(report["id"], args.get("conn"))
+                    if stop:
                         break
             finally:
                 tally.keep_hooks()

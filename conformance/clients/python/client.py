@@ -369,6 +369,30 @@ def resolve(value: Any, results: dict[str, dict[str, Any]]) -> Any:
     return value
 
 
+# -- sync points -------------------------------------------------------------------------
+
+
+def wait_for_release(case: str, step: str) -> None:
+    """Tells the runner this step reached its sync point, then blocks until it is released.
+
+    The runner restarts or stops the worker meanwhile; the caller then carries on with
+    the very same SDK client and, inside a watch, the very same iterator.
+    """
+    write({"type": "sync", "case": case, "step": step})
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError(f"stdin closed while waiting at sync point {step}")
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if message.get("type") == "release" and message.get("step") == step:
+            return
+        raise RuntimeError(
+            f"expected the release of sync point {step}, got a {message.get('type')!r} message"
+        )
+
+
 # -- one case ----------------------------------------------------------------------------
 
 
@@ -383,6 +407,7 @@ class CaseState:
         self.providers: dict[str, CountingCredentialProvider] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self.reports: list[dict[str, Any]] = []
+        self.calls_at_release: dict[str, int] = {}  # step id -> provider calls when released
 
     def credential_calls(self, name: str | None) -> int | None:
         """Calls so far of a daemon connection's provider; None for sidecars and sleeps."""
@@ -401,7 +426,7 @@ class CaseState:
         report: dict[str, Any] = {"id": step["id"], "op": step["op"]}
         started = time.monotonic()
         conn = step.get("args", {}).get("conn")
-        calls_before = self.credential_calls(conn) if step["op"] != "sleep" else None
+        calls_before = self.credential_calls(conn) if step["op"] not in ("sleep", "sync") else None
         try:
             yield report
         except UnresolvedReference as exc:
@@ -414,12 +439,19 @@ class CaseState:
                 report.setdefault("value", {})["idempotency_key"] = key
         if calls_before is not None:
             report["credential_calls"] = (self.credential_calls(conn) or 0) - calls_before
+            if step["id"] in self.calls_at_release:
+                after = (self.credential_calls(conn) or 0) - self.calls_at_release[step["id"]]
+                report["credential_calls_after_sync"] = after
         report["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
         self.results[step["id"]] = report
         self.reports.append(report)
 
     def result(self) -> dict[str, Any]:
         return {"type": "result", "case": self.instruction["case"], "steps": self.reports}
+
+    def released(self, step: str, conn: str | None) -> None:
+        """Notes the provider's count when a step's sync point is released."""
+        self.calls_at_release[step] = self.credential_calls(conn) or 0
 
 
 class PageTally:
@@ -468,8 +500,9 @@ class WatchTally:
         self.hooks: list[dict[str, Any]] = []
         self.until = args.get("until_kind")
         self.limit = args.get("max_events")
+        self.sync_after = args.get("sync_after_events")
         self.stopped_early = False
-        report["value"] = {"events": self.events, "completed": False}
+        report["value"] = {"events": self.events, "completed": False, "reconnects": 0}
         self.options: dict[str, Any] = {
             "after_sequence": int(args.get("after_sequence", 0)),
             "on_reconnect": self.on_reconnect,
@@ -479,6 +512,7 @@ class WatchTally:
     def on_reconnect(self, info: Any) -> None:
         hook = {"hook": "reconnect", "after_sequence": info.after_sequence, "attempt": info.attempt}
         self.hooks.append(hook)
+        self.report["value"]["reconnects"] = len(self.hooks)  # reported on failure too
 
     def add(self, event: colossus.RunEvent) -> bool:
         """Keeps an event; True once the step's stop condition is met."""
@@ -487,6 +521,10 @@ class WatchTally:
         if (self.until and last_kind == self.until) or (self.limit and len(self.events) >= int(self.limit)):
             self.stopped_early = True
         return self.stopped_early
+
+    def at_sync_point(self) -> bool:
+        """True right after the event the step's ``sync_after_events`` names."""
+        return self.sync_after is not None and len(self.events) == int(self.sync_after)
 
     def keep_hooks(self) -> None:
         if self.hooks:
@@ -541,6 +579,9 @@ class CaseRun(CaseState):
         if op == "sleep":
             time.sleep(float(args.get("seconds", 0)))
             return {}, []
+        if op == "sync":
+            wait_for_release(self.instruction["case"], report["id"])
+            return {}, []
         conn = args.get("conn")
         if op == "close":
             client = self.clients.pop(conn or self.default or "", None)
@@ -592,7 +633,11 @@ class CaseRun(CaseState):
         with client.runs.watch(args["run_id"], **tally.options) as watch:
             try:
                 for event in watch:
-                    if tally.add(event):
+                    stop = tally.add(event)
+                    if tally.at_sync_point():
+                        wait_for_release(self.instruction["case"], report["id"])
+                        self.released(report["id"], args.get("conn"))
+                    if stop:
                         break
             finally:
                 tally.keep_hooks()

@@ -158,6 +158,8 @@ def _check(check: str, expected: Any, actual: Any, document: dict[str, Any]) -> 
     if check in ("at_least", "at_most"):
         if not isinstance(actual, (int, float)) or isinstance(actual, bool):
             return f"expected a number, got {shown}"
+        if not isinstance(expected, (int, float)) or isinstance(expected, bool):
+            return f"the bound is not a number: {_show(expected)}"
         if check == "at_least" and actual < expected:
             return f"expected >= {expected}, got {actual}"
         if check == "at_most" and actual > expected:

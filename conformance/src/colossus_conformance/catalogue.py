@@ -18,6 +18,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from . import sync_points
+
 DEFAULT_TIMEOUT_SECONDS = 20.0
 
 
@@ -131,8 +133,12 @@ def check_case(case: Case) -> None:
             raise CatalogueError(f"{where}: duplicate step id {step['id']}")
         step_ids.append(step["id"])
         conn = step.get("args", {}).get("conn", names[0] if names else None)
-        if step["op"] not in ("sleep", "restart_worker") and conn not in names:
+        if step["op"] not in ("sleep", "sync", "restart_worker") and conn not in names:
             raise CatalogueError(f"{where}: step {step['id']} uses unknown connection {conn!r}")
+    try:
+        sync_points.check_plan(list(case.steps), case.cross_sdk)
+    except sync_points.SyncPlanError as exc:
+        raise CatalogueError(f"{where}: {exc}") from None
     for assertion in case.assertions:
         for key in ("path", "equals_path", "not_equals_path"):
             if key in assertion:

@@ -9,11 +9,13 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from . import protocol
+from .sync_points import sync_point_ids
 
 HELLO_TIMEOUT_SECONDS = 60.0
 
@@ -25,6 +27,7 @@ class Exchange:
     status: str  # "ok", "timeout", "crashed" or "protocol_error"
     result: dict[str, Any] | None = None
     detail: str = ""
+    synced: list[str] = field(default_factory=list)  # sync points reached, in order
 
 
 class ClientProcess:
@@ -109,8 +112,18 @@ class ClientProcess:
 
     # -- cases -----------------------------------------------------------------
 
-    def run_case(self, instruction: dict[str, Any], bearers: list[str], timeout: float) -> Exchange:
-        """Sends the bearers then the instruction, and waits for the matching result."""
+    def run_case(
+        self,
+        instruction: dict[str, Any],
+        bearers: list[str],
+        timeout: float,
+        on_sync: Callable[[str], None] | None = None,
+    ) -> Exchange:
+        """Sends the bearers then the instruction, and waits for the matching result.
+
+        At each sync point the client reaches, ``on_sync(step id)`` runs (the time it
+        takes does not count against ``timeout``) and then the client is released.
+        """
         protocol.validate_message(instruction)
         if self._log is not None:
             self._log.write(f"== case {instruction['case']}\n".encode())
@@ -121,18 +134,45 @@ class ClientProcess:
             self._send(instruction)
         except OSError as exc:
             return Exchange("crashed", detail=f"client gone before the case: {exc}")
-        message, problem = self._receive(timeout)
-        if message is None:
-            if problem == "timeout":
-                return Exchange("timeout", detail=f"no result within {timeout:.0f}s")
-            if problem.startswith("protocol"):
-                return Exchange("protocol_error", detail=problem)
-            return Exchange("crashed", detail=problem)
-        if message.get("type") != "result" or message.get("case") != instruction["case"]:
-            return Exchange(
-                "protocol_error", detail=f"expected the result of {instruction['case']}, got {message}"
-            )
-        return Exchange("ok", result=message)
+        points = sync_point_ids(instruction["steps"]) if on_sync is not None else []
+        synced: list[str] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            message, problem = self._receive(deadline - time.monotonic())
+            if message is None:
+                if problem == "timeout":
+                    waiting = [p for p in points if p not in synced]
+                    unmet = f"; sync points never reached: {', '.join(waiting)}" if waiting else ""
+                    return Exchange(
+                        "timeout", detail=f"no result within {timeout:.0f}s{unmet}", synced=synced
+                    )
+                if problem.startswith("protocol"):
+                    return Exchange("protocol_error", detail=problem, synced=synced)
+                return Exchange("crashed", detail=problem, synced=synced)
+            if message.get("type") == "sync" and message.get("case") == instruction["case"]:
+                step = message["step"]
+                if on_sync is None or step not in points or step in synced:
+                    return Exchange(
+                        "protocol_error", detail=f"unexpected sync point {step!r} (expected one of {points})"
+                    )
+                synced.append(step)
+                acted = time.monotonic()
+                on_sync(step)
+                deadline += time.monotonic() - acted
+                try:
+                    self._send(protocol.release(instruction["case"], step))
+                except OSError as exc:
+                    return Exchange(
+                        "crashed", detail=f"client gone at sync point {step}: {exc}", synced=synced
+                    )
+                continue
+            if message.get("type") != "result" or message.get("case") != instruction["case"]:
+                return Exchange(
+                    "protocol_error",
+                    detail=f"expected the result of {instruction['case']}, got {message}",
+                    synced=synced,
+                )
+            return Exchange("ok", result=message, synced=synced)
 
     # -- plumbing --------------------------------------------------------------
 

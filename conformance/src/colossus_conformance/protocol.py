@@ -116,6 +116,11 @@ def hello() -> dict[str, Any]:
     return {"type": "hello", "protocol_version": PROTOCOL_VERSION}
 
 
+def release(case: str, step: str) -> dict[str, Any]:
+    """Lets a client waiting at a sync point carry on."""
+    return {"type": "release", "case": case, "step": step}
+
+
 def shutdown() -> dict[str, Any]:
     """Asks the client to exit cleanly."""
     return {"type": "shutdown"}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import assertions, discovery, known_failures, scripts
+from . import assertions, discovery, known_failures, scripts, sync_points
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
@@ -405,9 +405,11 @@ class Suite:
         exchange = Exchange("ok")
         involved = list({id(c): c for c in [client, *(roles or {}).values()]}.values())
         log_offsets = {id(c): _size(c.log_path) for c in involved}
-        for index, segment in enumerate(
-            split_segments(prepared.instruction["steps"], by_role=roles is not None)
-        ):
+        client_steps, bound = sync_points.bound_actions(prepared.instruction["steps"])
+        at_sync = sync_points.SyncActions(
+            case.id, bound, worker, lambda: self._observe(worker, result), merge_observations
+        )
+        for index, segment in enumerate(split_segments(client_steps, by_role=roles is not None)):
             if segment.action is not None:
                 # A runner action between two client segments (a worker restart).
                 try:
@@ -423,13 +425,17 @@ class Suite:
             steps = [resolve_earlier(without_role(s), known) for s in segment.steps]
             instruction = dict(prepared.instruction, steps=steps)
             process = roles[segment.role] if roles is not None and segment.role else client
-            exchange = process.run_case(instruction, prepared.bearers, timeout + 5.0)
+            exchange = process.run_case(instruction, prepared.bearers, timeout + 5.0, on_sync=at_sync.on_sync)
+            at_sync.finish()
+            observations = merge_observations(observations, at_sync.take_observations())
+            result.details.extend(at_sync.missing(steps) if exchange.status == "ok" else [])
             if exchange.status != "ok" or exchange.result is None:
                 break
-            reports.extend(exchange.result.get("steps", []))
+            reports.extend(at_sync.with_reports(exchange.result.get("steps", [])))
             if exchange.result.get("fatal"):
                 reports_fatal = exchange.result["fatal"]
                 result.details.append(f"client reported a fatal problem in segment {index}: {reports_fatal}")
+        result.details.extend(at_sync.problems)
         if any(a["path"].startswith(_HANDSHAKE_PATHS) for a in case.assertions):
             # The worker records a handshake when its own side finishes, which can
             # be a moment after the client's (docs/fault-control.md).
@@ -678,10 +684,15 @@ def credential_rule(result: dict[str, Any], hello: dict[str, Any]) -> list[str]:
     failures = []
     for step in result.get("steps", []):
         error = step.get("error") or {}
-        if error.get("kind") == "trust" and step.get("credential_calls", 0) != 0:
+        # A step with a sync point was healthy before it; only calls after the release
+        # can belong to the connection the trust check refused.
+        counted = (
+            "credential_calls_after_sync" if "credential_calls_after_sync" in step else "credential_calls"
+        )
+        if error.get("kind") == "trust" and step.get(counted, 0) != 0:
             failures.append(
                 f"steps.{step['id']}: refused by a trust check, yet the credential provider was "
-                f"called {step['credential_calls']} time(s) (C5: the bearer is loaded last)"
+                f"called {step[counted]} time(s) (C5: the bearer is loaded last)"
             )
     return failures
 

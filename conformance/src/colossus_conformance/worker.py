@@ -216,6 +216,11 @@ class ManagedWorker:
         the worker keeps its port, identity and discovery files, so only the live handshake
         differs. ``restore_listener`` goes back to the configuration's own variant.
         """
+        self.halt(hard, listener)
+        self.start()
+
+    def halt(self, hard: bool, listener: str | None = None) -> None:
+        """Stops the worker as ``restart`` does, leaving it down until ``start`` is called."""
         if listener is not None:
             self.variant = None if listener == "genuine" else listener
         if hard and self.proc is not None and self.proc.poll() is None:
@@ -233,7 +238,6 @@ class ManagedWorker:
         # start on an existing path.
         with contextlib.suppress(FileNotFoundError):
             self.fault_socket.unlink()
-        self.start()
 
     @property
     def listener_changed(self) -> bool:

@@ -148,7 +148,7 @@ class CaseRun {
       const started = performance.now();
       const rawArgs = step.args ?? {};
       const conn = typeof rawArgs["conn"] === "string" ? rawArgs["conn"] : undefined;
-      const callsBefore = step.op === "sleep" ? null : this.credentialCalls(conn);
+      const callsBefore = step.op === "sleep" || step.op === "sync" ? null : this.credentialCalls(conn);
       try {
         const args = resolve(rawArgs, this.results) as Args;
         report["value"] = await this.perform(step.op, args, report);
@@ -166,6 +166,8 @@ class CaseRun {
       }
       if (callsBefore !== null && !(step.op === "close" && !this.wasOpened(conn))) {
         report["credential_calls"] = (this.credentialCalls(conn) ?? 0) - callsBefore;
+        const atRelease = this.callsAtRelease.get(step.id);
+        if (atRelease !== undefined) report["credential_calls_after_sync"] = (this.credentialCalls(conn) ?? 0) - atRelease;
       }
       report["elapsed_ms"] = Math.round((performance.now() - started) * 10) / 10;
       this.results.set(step.id, report);
@@ -175,6 +177,8 @@ class CaseRun {
   }
 
   private readonly opened = new Set<string>();
+  // Provider calls of a step's connection when its sync point was released.
+  private readonly callsAtRelease = new Map<string, number>();
   private wasOpened(conn: string | undefined): boolean {
     return this.opened.has(conn ?? this.defaultName ?? "");
   }
@@ -193,6 +197,10 @@ class CaseRun {
   private async perform(op: string, args: Args, report: Report): Promise<Json> {
     if (op === "sleep") {
       await new Promise((r) => setTimeout(r, num(args, "seconds", 0) * 1000));
+      return {};
+    }
+    if (op === "sync") {
+      await waitForRelease(this.instruction.case, String(report["id"]));
       return {};
     }
     const conn = optStr(args, "conn");
@@ -325,7 +333,8 @@ class CaseRun {
     const hooks: Json[] = [];
     const until = optStr(args, "until_kind");
     const limit = num(args, "max_events", 0);
-    const value: Report = { events, completed: false };
+    const syncAfter = num(args, "sync_after_events", 0);
+    const value: Report = { events, completed: false, reconnects: 0 };
     report["value"] = value;
     const watch = client.runs.watch(str(args, "run_id"), {
       afterSequence: num(args, "after_sequence", 0),
@@ -333,6 +342,7 @@ class CaseRun {
       onReconnect: (info) => {
         hooks.push({ hook: "reconnect", after_sequence: info.afterSequence, attempt: info.attempt });
         report["hooks"] = hooks;
+        value["reconnects"] = hooks.length; // reported on failure too
       },
     });
     let stoppedEarly = false;
@@ -340,6 +350,11 @@ class CaseRun {
       for await (const event of watch) {
         const view = eventView(event);
         events.push(view);
+        // The sync point: the runner acts on the worker while this same iterator waits.
+        if (syncAfter > 0 && events.length === syncAfter) {
+          await waitForRelease(this.instruction.case, String(report["id"]));
+          this.callsAtRelease.set(String(report["id"]), this.credentialCalls(optStr(args, "conn")) ?? 0);
+        }
         if ((until !== undefined && view["kind"] === until) || (limit > 0 && events.length >= limit)) {
           stoppedEarly = true;
           break;
@@ -363,6 +378,30 @@ const stderrLogger: T.Logger = {
 
 function write(message: { [key: string]: Json }): void {
   process.stdout.write(`${JSON.stringify(message)}\n`);
+}
+
+// One reader of stdin for the protocol loop and for sync points inside a case.
+let input: AsyncIterator<string> | undefined;
+
+async function nextLine(): Promise<string | undefined> {
+  if (input === undefined) throw new Error("stdin is not open");
+  for (;;) {
+    const next = await input.next();
+    if (next.done === true) return undefined;
+    if (next.value.trim() !== "") return next.value;
+  }
+}
+
+// Tells the runner a step reached its sync point, then waits until the runner releases it
+// (it restarts or stops the worker meanwhile); the caller goes on with the same SDK objects.
+async function waitForRelease(caseName: string, step: string): Promise<void> {
+  write({ type: "sync", case: caseName, step });
+  const line = await nextLine();
+  if (line === undefined) throw new Error(`stdin closed while waiting at sync point ${step}`);
+  const message = JSON.parse(line) as { type?: string; step?: string };
+  if (message.type !== "release" || message.step !== step) {
+    throw new Error(`expected the release of sync point ${step}, got a ${String(message.type)} message`);
+  }
 }
 
 function hello(): { [key: string]: Json } {
@@ -392,9 +431,10 @@ async function main(): Promise<number> {
     log("--bearer-fd or --bearer-fifo is required");
     return 2;
   }
-  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (line.trim() === "") continue;
+  input = createInterface({ input: process.stdin, crlfDelay: Infinity })[Symbol.asyncIterator]();
+  for (;;) {
+    const line = await nextLine();
+    if (line === undefined) break;
     const message = JSON.parse(line) as { type?: string; case?: string; connections?: ConnectionSpec[] };
     if (message.type === "hello") write(hello());
     else if (message.type === "shutdown") return 0;
