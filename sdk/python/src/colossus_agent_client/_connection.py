@@ -4,10 +4,13 @@ Order matters and is the same for both placements and both clients:
 
 1. the target is known (daemon: discovery files checked against the expected identity;
    sidecar: bootstrap reply validated);
-2. TLS 1.3 pre-flight against the live endpoint, pin and chain length (C4);
-3. only then the bearer is loaded from its provider (C5);
-4. a channel trusting only the pinned leaf is opened, and ``GetServerInfo`` is the first
-   credential-bearing call; its answer is verified before anything else may run (C6);
+2. a channel trusting only the pinned leaf is created and asked to connect, and while
+   grpcio opens that connection on its own threads, the TLS 1.3 pre-flight checks the live
+   endpoint's version, pin and chain length (C4) on a connection of its own;
+3. only once the pre-flight passed is the bearer loaded from its provider (C5), so a
+   refused worker gets at most grpcio's TLS handshake and HTTP/2 preface, never a request;
+4. ``GetServerInfo`` is the first call, and the first to carry the bearer; its answer is
+   verified before anything else may run (C6);
 5. the inbound cap is lowered to the advertised response cap when that is smaller (C7).
 """
 
@@ -234,15 +237,16 @@ def connect_sync(
     target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
 ) -> SyncConnection:
     started = time.monotonic()
-    # The pre-flight must finish before the channel's first handshake: grpcio would also
-    # complete a TLS 1.2 handshake, which C4 says this client never does.
-    preflight(target.endpoint, target.expected_pin, target.certificate, options.connect_timeout)
-    bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
     receive, send = _caps(options, None)
     channel = _channel.sync_channel(
         target.endpoint, target.certificate, max_receive=receive, max_send=send
     )
     try:
+        # grpcio opens its connection (pinned leaf) on its own threads while this thread
+        # runs the pre-flight; nothing is sent on it before the pre-flight has passed.
+        _channel.start_connecting_sync(channel)
+        preflight(target.endpoint, target.expected_pin, target.certificate, options.connect_timeout)
+        bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         info = _get_server_info_sync(channel, bearer, options.connect_timeout, options.retry)
         verify_server_info(info, target)
         new_receive, new_send = _caps(options, info)
@@ -361,16 +365,17 @@ async def connect_async(
     target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
 ) -> AsyncConnection:
     started = time.monotonic()
-    # As in connect_sync: no channel handshake before the pre-flight passed.
-    await preflight_async(
-        target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
-    )
-    bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
     receive, send = _caps(options, None)
     channel = _channel.async_channel(
         target.endpoint, target.certificate, max_receive=receive, max_send=send
     )
     try:
+        # As in connect_sync: the channel connects during the pre-flight, unused until it passed.
+        channel.get_state(try_to_connect=True)
+        await preflight_async(
+            target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
+        )
+        bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         stub = system_pb2_grpc.SystemServiceStub(channel)
 
         async def attempt() -> ServerInfo:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import ipaddress
 import re
@@ -81,7 +82,10 @@ def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCe
     return LeafCertificate(der=der, sha256=sha256_hex(der))
 
 
+@functools.lru_cache(maxsize=16)
 def _check_leaf(der: bytes, endpoint_host: str | None) -> None:
+    # The verdict depends on these bytes alone, so a pass is remembered (a refusal raises
+    # and is not): connecting again to the same worker skips parsing its certificate.
     # Imported here, not at module level: cryptography is needed only once a certificate
     # is read, and importing it costs more than the rest of the SDK together.
     from cryptography import x509  # noqa: PLC0415

@@ -66,6 +66,18 @@ def credentials(anchor: LeafCertificate) -> grpc.ChannelCredentials:
     return grpc.ssl_channel_credentials(root_certificates=anchor.pem)
 
 
+def start_connecting_sync(channel: grpc.Channel) -> None:
+    """Asks grpcio to open the channel's connection now rather than at its first call.
+
+    Best effort: grpcio keeps its core channel as ``_channel``; without it the connection
+    simply opens at the first call, as it would anyway.
+    """
+    core = getattr(channel, "_channel", None)
+    check = getattr(core, "check_connectivity_state", None)
+    if check is not None:
+        check(True)
+
+
 def sync_channel(
     endpoint: Endpoint, anchor: LeafCertificate, *, max_receive: int, max_send: int
 ) -> grpc.Channel:

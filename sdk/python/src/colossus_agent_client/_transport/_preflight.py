@@ -16,6 +16,7 @@ The connection is then closed without sending application data.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import socket
 import ssl
@@ -26,7 +27,11 @@ from ._certificate import LeafCertificate, sha256_hex
 from ._descriptor import Endpoint
 
 
+@functools.lru_cache(maxsize=8)
 def _tls13_context(anchor: LeafCertificate) -> ssl.SSLContext:
+    # Built once per anchor: loading the trust store costs more client time than the rest
+    # of the handshake. A context holds configuration only (the SDK never resumes a
+    # session), so every pre-flight still receives and checks the full certificate.
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     context.maximum_version = ssl.TLSVersion.TLSv1_3
@@ -64,6 +69,9 @@ def _check_session(tls: Any, expected_pin: str) -> str:
     version = tls.version()
     if version != "TLSv1.3":
         raise TlsPolicyError(f"the worker negotiated {version}, not TLS 1.3")
+    if tls.session_reused:
+        # Never offered by the SDK; a resumed session would show no certificate to check.
+        raise TlsPolicyError("the pre-flight resumed an earlier TLS session")
     leaf = tls.getpeercert(binary_form=True)
     if not leaf:
         raise TlsPolicyError("the worker presented no certificate")
@@ -86,7 +94,8 @@ def _check_session(tls: Any, expected_pin: str) -> str:
     return live_pin
 
 
-def _classify(exc: BaseException) -> Exception:
+def _classify(exc: BaseException, *, connected: bool) -> Exception:
+    """The typed error for a failed pre-flight; ``connected``: the TCP connection was up."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         return PinMismatchError("the live certificate is not the provisioned leaf")
     if isinstance(exc, ssl.SSLError):
@@ -96,6 +105,11 @@ def _classify(exc: BaseException) -> Exception:
         return TlsPolicyError(f"the TLS handshake failed ({exc.reason or 'unknown reason'})")
     if isinstance(exc, TimeoutError | socket.timeout):
         return TransportError("the TLS pre-flight handshake timed out")
+    if connected and isinstance(exc, ConnectionError):
+        # A server that cannot speak TLS 1.3 ends the connection on the TLS 1.3-only hello,
+        # with a FIN (seen as an unexpected EOF above) or a reset, depending on timing; the
+        # verdict must not depend on which, so both are a refused handshake.
+        return TlsPolicyError(f"the worker dropped the TLS 1.3 handshake ({type(exc).__name__})")
     return TransportError(f"cannot reach the worker: {type(exc).__name__}")
 
 
@@ -105,15 +119,16 @@ def preflight(
     """Runs the check synchronously. Returns the live pin; raises TrustError subclasses."""
     context = _tls13_context(anchor)
     try:
-        with (
-            socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as raw,
-            context.wrap_socket(raw, server_hostname=endpoint.host) as tls,
-        ):
+        raw = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
+    except OSError as exc:
+        raise _classify(exc, connected=False) from None
+    try:
+        with raw, context.wrap_socket(raw, server_hostname=endpoint.host) as tls:
             return _check_session(tls, expected_pin)
     except (PinMismatchError, TlsPolicyError):
         raise
     except (OSError, ssl.SSLError) as exc:
-        raise _classify(exc) from None
+        raise _classify(exc, connected=True) from None
 
 
 async def preflight_async(
