@@ -23,6 +23,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._wheels import install_local
+
 ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_SESSIONS = ["conformance_lint", "conformance_selftest", "conformance"]
@@ -35,7 +37,7 @@ def conformance(session: nox.Session) -> None:
     """Start the reference worker and drive every SDK's client through the case catalogue."""
     # The runner and the reference worker share one package (exact pins in its
     # pyproject); the Python SDK is the library under test for the Python client.
-    session.install(str(ROOT / "conformance"), str(ROOT / "sdk/python"))
+    install_local(session, "conformance", "sdk/python")
     session.run("colossus-conformance", "--suite-dir", str(ROOT / "conformance"), *session.posargs)
 
 
@@ -44,7 +46,7 @@ def conformance_mutants(session: nox.Session) -> None:
     """Mutation harness: plant each mutant of mutants/<sdk>.yaml in a scratch copy of that SDK
     and report which case kills it (slow, not in the default list). Example:
     `./noxw -s conformance_mutants -- --sdk python [--mutant ID] [--column python-async]`."""
-    session.install(str(ROOT / "conformance"), str(ROOT / "sdk/python"))
+    install_local(session, "conformance", "sdk/python")
     session.run(
         "python", "-m", "colossus_conformance.mutation", "--suite-dir", str(ROOT / "conformance"),
         *session.posargs,
@@ -54,9 +56,8 @@ def conformance_mutants(session: nox.Session) -> None:
 @nox.session
 def conformance_selftest(session: nox.Session) -> None:
     """Unit tests of the runner, plus a mutation check against the real worker and SDK."""
-    session.install(
-        str(ROOT / "conformance"), str(ROOT / "sdk/python"), "pytest==9.2.0"
-    )
+    session.install("pytest==9.2.0")
+    install_local(session, "conformance", "sdk/python")
     session.run(
         "pytest", "-p", "no:cacheprovider", "-q",
         str(ROOT / "conformance/tests/runner"), *session.posargs,
@@ -66,7 +67,8 @@ def conformance_selftest(session: nox.Session) -> None:
 @nox.session
 def conformance_lint(session: nox.Session) -> None:
     """ruff check, ruff format --check and mypy --strict for the runner."""
-    session.install("-r", str(LINT_PINS), str(ROOT / "conformance"))
+    session.install("-r", str(LINT_PINS))
+    install_local(session, "conformance")
     session.chdir(ROOT / "conformance")
     session.run("ruff", "check", *RUNNER_PATHS)
     session.run("ruff", "format", "--check", *RUNNER_PATHS)
