@@ -103,8 +103,10 @@ def compile_python(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def compile_typescript(session: nox.Session) -> None:
     """Type-check the generated TypeScript with the package's strict settings."""
+    from noxsessions.typescript_sdk import _npm_ci  # one lock marker for every npm ci
+
     session.chdir(ROOT / "sdk/typescript")
-    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+    _npm_ci(session)  # skipped when node_modules was installed from this very lock
     session.run("npx", "--no-install", "tsc", "-p", "tsconfig.gen.json", external=True)
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._wheels import install_local
+
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/go"
 CLIENT = ROOT / "conformance/clients/go"
@@ -33,7 +35,7 @@ FUZZ_SECONDS = os.environ.get("COLOSSUS_GO_FUZZTIME", "3s")
 
 def _worker(session: nox.Session) -> str:
     """Installs the reference worker into the session and returns its executable."""
-    session.install(str(ROOT / "conformance"))
+    install_local(session, "conformance")
     worker = Path(session.bin) / "colossus-reference-worker"
     if not worker.exists():
         session.error(f"the reference worker was not installed at {worker}")

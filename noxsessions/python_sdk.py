@@ -18,6 +18,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._wheels import install_local
+
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/python"
 
@@ -35,9 +37,9 @@ REQUIRE_WORKER = {"COLOSSUS_REQUIRE_WORKER": "1"}
 
 def _install(session: nox.Session, *, worker: bool) -> None:
     session.install("-r", str(SDK / "requirements-dev.txt"))
-    session.install("--no-deps", str(SDK))
+    install_local(session, SDK, deps=False)
     if worker:
-        session.install(str(ROOT / "conformance"))
+        install_local(session, "conformance")
 
 
 @nox.session

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._wheels import install_local
+
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/typescript"
 
@@ -60,7 +62,7 @@ def _npm_ci(session: nox.Session) -> None:
 
 def _with_worker(session: nox.Session) -> dict[str, str]:
     """Installs the reference worker into the session; a missing worker must fail the tests."""
-    session.install(str(ROOT / "conformance"))
+    install_local(session, "conformance")
     worker = Path(session.bin) / "colossus-reference-worker"
     return {"COLOSSUS_REQUIRE_WORKER": "1", "COLOSSUS_REFERENCE_WORKER": str(worker)}
 
