@@ -121,6 +121,7 @@ export async function retryRead<T>(
   policy: ResolvedRetryPolicy,
   map: (error: unknown) => ColossusError,
   signal?: AbortSignal,
+  retryable: (error: ColossusError) => boolean = isRetryable,
 ): Promise<T> {
   const backoff = new Backoff(policy);
   for (;;) {
@@ -128,7 +129,7 @@ export async function retryRead<T>(
       return await attempt();
     } catch (error) {
       const mapped = map(error);
-      if (!isRetryable(mapped)) throw mapped;
+      if (!retryable(mapped)) throw mapped;
       const delay = backoff.next(!isUnreachable(mapped));
       if (delay === null) throw mapped;
       await sleep(delay, signal).catch(() => {
@@ -161,7 +162,16 @@ export async function openConnection(
           },
   });
   try {
-    await channel.connect();
+    // A connection the worker accepted and then dropped without a trust verdict (it died
+    // mid-handshake) is retried like a read; a trust failure never is, and neither is a
+    // refused connection here: nothing listens, which the caller should hear at once.
+    await retryRead(
+      () => channel.connect(),
+      options.retry,
+      (error) => (error instanceof ColossusError ? error : mapError(error, { signal })),
+      signal,
+      (error) => isRetryable(error) && !isUnreachable(error),
+    );
     const bearer = credentials instanceof Bearer ? credentials : await loadBearer(credentials, signal);
     channel.setBearer(bearer);
     const system = createClient(SystemService, channel.transport(options.maxResponseBytes, options.maxResponseBytes));

@@ -7,6 +7,20 @@ import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from "
 import { isOpaqueId, isPin } from "./transport/grammar.js";
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+/** Defaults shared with the Python and Go SDKs (one concept, one value: docs/requirements.md). */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_RESTARTS = 3;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 5_000;
+/** Delays between sidecar restarts: full jitter from 0.5 s, doubling up to 5 s. */
+export const DEFAULT_RESTART_BACKOFF: ResolvedRetryPolicy = Object.freeze({
+  maxAttempts: 4,
+  initialBackoffMs: 500,
+  maxBackoffMs: 5_000,
+  multiplier: 2,
+  maxElapsedMs: 30_000,
+});
 
 /** Returns the current W3C trace context, or `null`. */
 export type TraceContextProvider = () => { readonly traceparent: string; readonly tracestate?: string } | null;
@@ -61,6 +75,8 @@ export interface SidecarOptions extends ClientOptions {
   readonly startupTimeoutMs?: number;
   /** Unexpected exits restarted at most this many times (0-3). Default 3. */
   readonly maxRestarts?: number;
+  /** Delays between restarts. Default: from 500 ms doubling up to 5,000 ms, full jitter. */
+  readonly restartBackoff?: RetryPolicy;
   /** Time the worker gets to exit after the pipe closes before SIGTERM then SIGKILL, in milliseconds. Default 5,000. */
   readonly shutdownGraceMs?: number;
   /** Let the worker write to this process's stderr. Default false. */
@@ -85,14 +101,14 @@ function positive(value: unknown, field: string): number {
 }
 
 export function resolveClientOptions(options: ClientOptions): ResolvedClientOptions {
-  const timeoutMs = options.timeoutMs === undefined ? 30_000 : options.timeoutMs === null ? null : positive(options.timeoutMs, "timeoutMs");
+  const timeoutMs = options.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : options.timeoutMs === null ? null : positive(options.timeoutMs, "timeoutMs");
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes < 1024) {
     throw invalidArgument("maxResponseBytes must be an integer of at least 1024", "maxResponseBytes");
   }
   return Object.freeze({
     timeoutMs,
-    connectTimeoutMs: positive(options.connectTimeoutMs ?? 10_000, "connectTimeoutMs"),
+    connectTimeoutMs: positive(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, "connectTimeoutMs"),
     retry: resolveRetryPolicy(options.retry),
     maxResponseBytes,
     logger: options.logger,
@@ -126,7 +142,7 @@ export function checkSidecarOptions(options: SidecarOptions): void {
   if (!isOpaqueId(options.applicationId)) {
     throw invalidArgument("applicationId must be 1-64 characters of [A-Za-z0-9_-]", "applicationId");
   }
-  const restarts = options.maxRestarts ?? 3;
+  const restarts = options.maxRestarts ?? DEFAULT_MAX_RESTARTS;
   if (!Number.isInteger(restarts) || restarts < 0 || restarts > 3) {
     throw invalidArgument("maxRestarts must be an integer from 0 to 3", "maxRestarts");
   }
@@ -139,6 +155,7 @@ export function checkSidecarOptions(options: SidecarOptions): void {
   if (options.stateDir !== undefined && (typeof options.stateDir !== "string" || !options.stateDir.startsWith("/"))) {
     throw invalidArgument("stateDir must be an absolute path", "stateDir");
   }
+  resolveRetryPolicy({ ...DEFAULT_RESTART_BACKOFF, ...options.restartBackoff }, "restartBackoff");
   if (options.startupTimeoutMs !== undefined) positive(options.startupTimeoutMs, "startupTimeoutMs");
   if (options.shutdownGraceMs !== undefined) positive(options.shutdownGraceMs, "shutdownGraceMs");
 }

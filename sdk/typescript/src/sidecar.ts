@@ -12,8 +12,14 @@ import path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { SidecarError } from "./errors.js";
 import type { Logger } from "./logger.js";
-import type { SidecarOptions } from "./options.js";
-import { Backoff, resolveRetryPolicy, sleep } from "./retry.js";
+import {
+  DEFAULT_MAX_RESTARTS,
+  DEFAULT_RESTART_BACKOFF,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_STARTUP_TIMEOUT_MS,
+  type SidecarOptions,
+} from "./options.js";
+import { Backoff, resolveRetryPolicy, sleep, type ResolvedRetryPolicy } from "./retry.js";
 import { encodeRequest, MAX_FRAME, parseReply, type BootstrapReply } from "./sidecar-bootstrap.js";
 import { checkPrivateDirectory } from "./transport/owner-only-file.js";
 
@@ -126,7 +132,7 @@ export class SidecarProcess {
     const output = child.stdio[4] as Readable;
     try {
       input.write(request);
-      const reply = parseReply(await readFrame(output, options.startupTimeoutMs ?? 30_000));
+      const reply = parseReply(await readFrame(output, options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS));
       output.destroy();
       return new SidecarProcess(child, input, reply, options.logger);
     } catch (error) {
@@ -162,13 +168,17 @@ export class SidecarProcess {
 export class SidecarSupervisor {
   restarts = 0;
   process: SidecarProcess | null = null;
-  private readonly backoff = new Backoff(resolveRetryPolicy({ maxAttempts: 4, initialBackoffMs: 500, maxBackoffMs: 5_000, maxElapsedMs: 120_000 }));
+  private readonly restartPolicy: ResolvedRetryPolicy;
+  private readonly backoff: Backoff;
 
   private constructor(
     readonly options: SidecarOptions,
     readonly stateDir: string,
     private readonly ownedDir: boolean,
-  ) {}
+  ) {
+    this.restartPolicy = resolveRetryPolicy({ ...DEFAULT_RESTART_BACKOFF, ...options.restartBackoff }, "restartBackoff");
+    this.backoff = new Backoff(this.restartPolicy);
+  }
 
   static async create(options: SidecarOptions): Promise<SidecarSupervisor> {
     if (options.stateDir === undefined) {
@@ -192,19 +202,19 @@ export class SidecarSupervisor {
   /** Replaces a worker that exited unexpectedly (bounded). */
   async restart(): Promise<SidecarProcess> {
     await this.process?.close(0);
-    const max = this.options.maxRestarts ?? 3;
+    const max = this.options.maxRestarts ?? DEFAULT_MAX_RESTARTS;
     if (this.restarts >= max) {
       throw new SidecarError(`the sidecar exited unexpectedly and all ${max} restarts were used`, { reason: "SIDECAR_RESTARTS_EXHAUSTED" });
     }
     this.restarts += 1;
-    const delay = this.backoff.next() ?? 5_000;
+    const delay = this.backoff.next() ?? this.restartPolicy.maxBackoffMs;
     this.options.logger?.warn("restarting sidecar worker", { restart: this.restarts, delayMs: Math.round(delay) });
     await sleep(delay);
     return this.start();
   }
 
   async close(): Promise<void> {
-    await this.process?.close(this.options.shutdownGraceMs ?? 5_000);
+    await this.process?.close(this.options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
     if (this.ownedDir) await fs.rm(this.stateDir, { recursive: true, force: true });
   }
 }

@@ -15,7 +15,12 @@ export interface ReplayWindow {
   readonly maxBytes: number;
 }
 
-export const DEFAULT_REPLAY_WINDOW: ReplayWindow = Object.freeze({ maxEvents: 1024, maxBytes: 1024 * 1024 });
+/**
+ * 1,024 events and 8 MiB (encoded size), as in the Python and Go SDKs: the byte bound holds
+ * two responses of the largest size the client accepts. The newest event always stays,
+ * however large, so its replay can still be compared.
+ */
+export const DEFAULT_REPLAY_WINDOW: ReplayWindow = Object.freeze({ maxEvents: 1024, maxBytes: 8 * 1024 * 1024 });
 
 /** What the driver does with one received event. */
 export type Verdict = "deliver" | "drop";

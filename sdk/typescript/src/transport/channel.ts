@@ -17,10 +17,17 @@ export interface ChannelOptions {
   readonly headers?: (() => Readonly<Record<string, string>> | null) | undefined;
 }
 
+const REFUSED = new Set(["ECONNREFUSED", "ENOENT", "EHOSTUNREACH", "ENETUNREACH"]);
+
+function isRefused(error: (Error & { code?: unknown }) | undefined): boolean {
+  return error === undefined || (typeof error.code === "string" && REFUSED.has(error.code));
+}
+
 /** One HTTP/2 connection manager shared by every transport of a client. */
 export class Channel {
   private bearer: Bearer | null = null;
   private trustFailure: TrustError | null = null;
+  private connectionError: Error | null = null;
   private closed = false;
   private readonly manager: Http2SessionManager;
   private readonly authorize: Interceptor;
@@ -32,13 +39,18 @@ export class Channel {
       {
         createConnection: () => {
           this.trustFailure = null;
-          return openVerifiedSocket(options.target, {
+          this.connectionError = null;
+          const socket = openVerifiedSocket(options.target, {
             alpn: ["h2"],
             handshakeTimeoutMs: options.handshakeTimeoutMs,
             onTrustFailure: (error) => {
               this.trustFailure = error;
             },
           });
+          socket.once("error", (error: Error) => {
+            this.connectionError = error;
+          });
+          return socket;
         },
       },
     );
@@ -52,14 +64,22 @@ export class Channel {
     };
   }
 
-  /** Opens and verifies a connection without sending any request. */
+  /**
+   * Opens and verifies a connection without sending any request. A failure that is not a
+   * trust failure is a retryable `UNAVAILABLE`; its reason is `UNREACHABLE` only when
+   * nothing listened (the connection was refused).
+   */
   async connect(): Promise<void> {
     const state = await this.manager.connect();
-    if (state === "error") {
-      if (this.trustFailure !== null) throw this.trustFailure;
-      throw new TransportError("cannot connect to the worker", { code: "UNAVAILABLE", reason: "UNREACHABLE" });
-    }
     if (this.trustFailure !== null) throw this.trustFailure;
+    if (state === "error") {
+      const cause = this.connectionError ?? undefined;
+      throw new TransportError("cannot connect to the worker", {
+        code: "UNAVAILABLE",
+        reason: isRefused(cause) ? "UNREACHABLE" : null,
+        ...(cause === undefined ? {} : { cause }),
+      });
+    }
   }
 
   /** Makes the bearer available to the interceptor (after the trust checks). */

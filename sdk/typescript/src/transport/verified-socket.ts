@@ -7,76 +7,22 @@
  * can write a byte, so a connection that fails them never carries the bearer.
  */
 import net from "node:net";
-import { Duplex } from "node:stream";
 import tls from "node:tls";
 import { PinMismatchError, TlsPolicyError, TrustError } from "../errors.js";
 import { sha256Hex, type LeafCertificate } from "./certificate.js";
 import type { Endpoint } from "./endpoint.js";
 import { HandshakeReadError, readPresentedChain } from "./handshake-certificates.js";
+import { RecordingDuplex } from "./recording-duplex.js";
+import { classifyServerBytes } from "./server-bytes.js";
+import { probeTlsVersion } from "./version-probe.js";
+
+export { classifyServerBytes } from "./server-bytes.js";
 
 /** What a connection must prove. */
 export interface PinnedTarget {
   readonly endpoint: Endpoint;
   readonly certificate: LeafCertificate;
   readonly pin: string;
-}
-
-/** Bytes the server wrote, kept until the handshake has been checked. */
-class RecordingDuplex extends Duplex {
-  private recorded: Buffer[] = [];
-  private recordedBytes = 0;
-  private recording = true;
-
-  constructor(private readonly socket: net.Socket) {
-    super();
-    socket.on("data", (chunk: Buffer) => {
-      if (this.recording) {
-        this.recorded.push(chunk);
-        this.recordedBytes += chunk.length;
-        // A handshake is a few KiB; a server that keeps talking is refused.
-        if (this.recordedBytes > 256 * 1024) {
-          this.destroy(new TlsPolicyError("the server sent too much data during the handshake", { reason: "TLS_HANDSHAKE" }));
-          return;
-        }
-      }
-      if (!this.push(chunk)) socket.pause();
-    });
-    socket.on("end", () => this.push(null));
-    socket.on("error", (error) => this.destroy(error));
-    socket.on("close", () => {
-      if (!this.destroyed) this.destroy();
-    });
-  }
-
-  /** What the server has sent so far (while still recording). */
-  peekRecording(): Buffer {
-    return Buffer.concat(this.recorded);
-  }
-
-  takeRecording(): Buffer {
-    this.recording = false;
-    const all = Buffer.concat(this.recorded);
-    this.recorded = [];
-    return all;
-  }
-
-  override _read(): void {
-    this.socket.resume();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.socket.write(chunk, callback);
-  }
-
-  override _final(callback: (error?: Error | null) => void): void {
-    this.socket.end();
-    callback();
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.socket.destroy();
-    callback(error);
-  }
 }
 
 function identityCheck(target: PinnedTarget) {
@@ -159,7 +105,14 @@ export function openVerifiedSocket(
   // from inside a listener would pull the handle from under a session being set up).
   const emit = socket.emit.bind(socket);
   let verified = false;
+  // While a version probe runs, the failed socket's `error` and `close` wait for its verdict,
+  // so whoever maps the failure already knows whether it was a policy refusal.
+  let held: [string | symbol, unknown[]][] | null = null;
   socket.emit = (event: string | symbol, ...args: unknown[]): boolean => {
+    if (held !== null && (event === "error" || event === "close")) {
+      held.push([event, args]);
+      return true;
+    }
     if (event === "secureConnect" && !verified) {
       verified = true;
       clearTimeout(timer);
@@ -173,71 +126,33 @@ export function openVerifiedSocket(
         return false;
       }
     }
+    if (event === "error" && !verified) {
+      clearTimeout(timer);
+      const error = args[0] as Error & { code?: unknown };
+      // The server accepted the connection and then refused our TLS 1.3-only ClientHello
+      // with an alert or a pre-1.3 ServerHello: a refusal of the TLS policy, never retried.
+      const trust = classifyHandshakeError(error) ?? (tcpConnected ? classifyServerBytes(recorder.peekRecording()) : null);
+      if (trust !== null) {
+        options.onTrustFailure?.(trust);
+      } else if (tcpConnected) {
+        // Closed or reset without a TLS byte: a listener that drops its alert, or a worker
+        // that died mid-handshake. Only a probe can tell; until then the failure waits.
+        held = [[event, args]];
+        void probeTlsVersion(target.endpoint, target.certificate, options.handshakeTimeoutMs).then((refusal) => {
+          if (refusal !== null) options.onTrustFailure?.(refusal);
+          const pending = held ?? [];
+          held = null;
+          for (const [name, values] of pending) emit(name, ...values);
+        });
+        return true;
+      }
+    }
     return emit(event, ...args);
   };
-  socket.once("error", (error: Error & { code?: unknown }) => {
-    clearTimeout(timer);
-    let trust = classifyHandshakeError(error);
-    if (trust === null && !verified && tcpConnected) {
-      // The server accepted the connection and then answered our TLS 1.3-only ClientHello
-      // with an alert, a pre-1.3 ServerHello, or by closing it without a word (asyncio's
-      // TLS servers drop the alert): all refusals of the TLS policy, never retried.
-      trust =
-        classifyServerBytes(recorder.peekRecording()) ??
-        new TlsPolicyError("the server closed the connection instead of completing a TLS 1.3 handshake", { reason: "TLS_HANDSHAKE_REFUSED" });
-    }
-    if (trust !== null) options.onTrustFailure?.(trust);
-  });
   socket.once("close", () => {
     clearTimeout(timer);
   });
   return socket;
-}
-
-const RECORD_ALERT = 21;
-const ALERT_PROTOCOL_VERSION = 70;
-const EXTENSION_SUPPORTED_VERSIONS = 0x002b;
-
-/** True when a plaintext ServerHello selects TLS 1.3 through `supported_versions`. */
-function serverHelloSelectsTls13(hello: Buffer): boolean {
-  // type(1) length(3) legacy_version(2) random(32) session_id<1> cipher(2) compression(1) extensions<2>
-  let pos = 4 + 2 + 32;
-  if (pos >= hello.length) return false;
-  pos += 1 + (hello[pos] ?? 0) + 2 + 1;
-  if (pos + 2 > hello.length) return false;
-  const end = Math.min(hello.length, pos + 2 + hello.readUInt16BE(pos));
-  pos += 2;
-  while (pos + 4 <= end) {
-    const type = hello.readUInt16BE(pos);
-    const length = hello.readUInt16BE(pos + 2);
-    if (type === EXTENSION_SUPPORTED_VERSIONS && length === 2 && pos + 6 <= end) return hello.readUInt16BE(pos + 4) === 0x0304;
-    pos += 4 + length;
-  }
-  return false;
-}
-
-/**
- * Classifies a handshake that failed before it completed from what the server sent: an
- * alert or a ServerHello that does not select TLS 1.3 is a TLS policy refusal; nothing at
- * all is a transport failure (`null`).
- */
-export function classifyServerBytes(bytes: Buffer): TrustError | null {
-  if (bytes.length < 6) return null;
-  const type = bytes[0];
-  if (type === RECORD_ALERT) {
-    const description = bytes[6];
-    return new TlsPolicyError(
-      description === ALERT_PROTOCOL_VERSION ? "the server does not speak TLS 1.3" : `the server refused the TLS handshake (alert ${description ?? "?"})`,
-      { reason: description === ALERT_PROTOCOL_VERSION ? "TLS_VERSION" : "TLS_HANDSHAKE" },
-    );
-  }
-  if (type === 22 && bytes[5] === 2) {
-    if (!serverHelloSelectsTls13(bytes.subarray(5))) {
-      return new TlsPolicyError("the server negotiated a TLS version other than 1.3", { reason: "TLS_VERSION" });
-    }
-    return new TlsPolicyError("the TLS 1.3 handshake with the server failed", { reason: "TLS_HANDSHAKE" });
-  }
-  return new TlsPolicyError("the server answered the TLS handshake with something else", { reason: "TLS_HANDSHAKE" });
 }
 
 /** Turns OpenSSL's handshake refusals into the SDK's typed trust errors. */
