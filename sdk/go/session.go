@@ -108,10 +108,12 @@ func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *sl
 		}
 		mapped := s.mapError(ctx, err, readCall, "")
 		e, _ := asError(mapped)
-		if e == nil || !e.Retryable() || ctx.Err() != nil {
+		// A refused connection is not retried here: nothing listens, which the caller
+		// should hear at once (a dropped handshake without a trust verdict is retried).
+		if e == nil || !e.Retryable() || e.Reason == ReasonUnreachable || ctx.Err() != nil {
 			return ServerInfo{}, mapped
 		}
-		delay, n, ok := b.next(e.Reason != ReasonUnreachable)
+		delay, n, ok := b.next(true)
 		if !ok {
 			return ServerInfo{}, mapped
 		}
