@@ -46,6 +46,7 @@ export class WatchCore<C> {
   private oldest: number;
   private recentBytes = 0;
   private backoff: Backoff;
+  private reconnects = 0;
   private progressed = false;
 
   constructor(
@@ -141,10 +142,13 @@ export class WatchCore<C> {
       // Progress since the last failure refills both budgets.
       this.progressed = false;
       this.backoff = new Backoff(this.policy, this.now, this.random);
+      this.reconnects = 0;
     }
     const delayMs = this.backoff.next(reachedWorker);
     if (delayMs === null) return null;
-    return { delayMs, afterSequence: this.lastSequenceValue, attempt: this.backoff.attempts };
+    // Every reconnect counts here, also one that spent no attempt (the worker was unreachable).
+    this.reconnects += 1;
+    return { delayMs, afterSequence: this.lastSequenceValue, attempt: this.reconnects };
   }
 
   /**
