@@ -17,6 +17,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._wheels import install_local
+
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "conformance/requirements-test.txt"
 PACKAGE = ROOT / "conformance/src/colossus_reference_worker"
@@ -28,7 +30,7 @@ DEFAULT_SESSIONS = ["durability_lint", "durability_tests"]
 
 def _install(session: nox.Session) -> None:
     session.install("-r", str(PINS))
-    session.install("-e", str(ROOT / "conformance"))
+    install_local(session, "conformance")  # the shared wheel, as users install it
 
 
 @nox.session

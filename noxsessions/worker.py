@@ -19,6 +19,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._wheels import install_local
+
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "conformance/requirements-test.txt"
 # Modules of the worker package that other sessions own.
@@ -29,7 +31,7 @@ DEFAULT_SESSIONS = ["worker_lint", "worker_tests", "worker_fuzz"]
 
 def _install(session: nox.Session) -> None:
     session.install("-r", str(PINS))
-    session.install("-e", str(ROOT / "conformance"))
+    install_local(session, "conformance")  # the shared wheel, as users install it
 
 
 def _pytest(session: nox.Session, target: str, *, timeout: int) -> None:
