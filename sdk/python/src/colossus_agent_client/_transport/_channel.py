@@ -1,4 +1,8 @@
-"""gRPC channels whose only trust anchor is the pinned leaf, plus per-call metadata."""
+"""gRPC channels to the trust relay's private socket, plus per-call metadata.
+
+grpcio never sees the worker's TLS: the channel speaks plaintext HTTP/2 to the relay
+(``_relay.py``), which checks each connection to the worker before copying any byte.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import grpc
 import grpc.aio
 import grpc.experimental
 
-from ._certificate import LeafCertificate
 from ._descriptor import Endpoint
 
 USER_AGENT: Final = "colossus-agent-client-python/0.1.0a1"
@@ -17,6 +20,12 @@ USER_AGENT: Final = "colossus-agent-client-python/0.1.0a1"
 _MAX_METADATA_BYTES: Final = 16 * 1024
 
 Metadata = tuple[tuple[str, str], ...]
+
+
+def authority(endpoint: Endpoint) -> str:
+    """The ``:authority`` the worker expects: its own address, as if dialled directly."""
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return f"{host}:{endpoint.port}"
 
 
 def channel_options(max_receive: int, max_send: int) -> Sequence[tuple[str, object]]:
@@ -56,16 +65,6 @@ def sync_channel_options(max_receive: int, max_send: int) -> Sequence[tuple[str,
     )
 
 
-def credentials(anchor: LeafCertificate) -> grpc.ChannelCredentials:
-    """TLS credentials trusting exactly the pinned leaf and nothing else.
-
-    With a CA=false self-signed leaf as the only root, grpcio accepts that certificate
-    alone: another key, a re-issued twin or a child signed by the leaf's key all fail the
-    handshake. The leaf's IP SAN matches the literal endpoint, so no name override is set.
-    """
-    return grpc.ssl_channel_credentials(root_certificates=anchor.pem)
-
-
 def start_connecting_sync(channel: grpc.Channel) -> None:
     """Asks grpcio to open the channel's connection now rather than at its first call.
 
@@ -79,18 +78,26 @@ def start_connecting_sync(channel: grpc.Channel) -> None:
 
 
 def sync_channel(
-    endpoint: Endpoint, anchor: LeafCertificate, *, max_receive: int, max_send: int
+    relay_target: str, endpoint: Endpoint, *, max_receive: int, max_send: int
 ) -> grpc.Channel:
-    return grpc.secure_channel(
-        endpoint.grpc_target,
-        credentials(anchor),
-        options=sync_channel_options(max_receive, max_send),
+    """A channel to the relay at ``relay_target`` that names ``endpoint`` as its authority."""
+    return grpc.insecure_channel(
+        relay_target,
+        options=(
+            *sync_channel_options(max_receive, max_send),
+            ("grpc.default_authority", authority(endpoint)),
+        ),
     )
 
 
 def async_channel(
-    endpoint: Endpoint, anchor: LeafCertificate, *, max_receive: int, max_send: int
+    relay_target: str, endpoint: Endpoint, *, max_receive: int, max_send: int
 ) -> grpc.aio.Channel:
-    return grpc.aio.secure_channel(
-        endpoint.grpc_target, credentials(anchor), options=channel_options(max_receive, max_send)
+    """The asyncio twin of :func:`sync_channel`."""
+    return grpc.aio.insecure_channel(
+        relay_target,
+        options=(
+            *channel_options(max_receive, max_send),
+            ("grpc.default_authority", authority(endpoint)),
+        ),
     )

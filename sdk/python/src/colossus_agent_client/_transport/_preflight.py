@@ -10,7 +10,9 @@ cannot:
 * that certificate's DER hashes to the provisioned pin, and the server proved
   possession of its key (the handshake's CertificateVerify, checked by OpenSSL).
 
-The connection is then closed without sending application data.
+At connect the verified connection is handed to the trust relay (``_relay.py``), which
+carries grpcio's first connection over it; every later connection grpcio opens goes
+through :func:`open_verified` again, on the relay's side.
 """
 
 from __future__ import annotations
@@ -94,8 +96,8 @@ def _check_session(tls: Any, expected_pin: str) -> str:
     return live_pin
 
 
-def _classify(exc: BaseException, *, connected: bool) -> Exception:
-    """The typed error for a failed pre-flight; ``connected``: the TCP connection was up."""
+def _classify(exc: BaseException, *, connected: bool, drop_is_refusal: bool = True) -> Exception:
+    """The typed error for a failed handshake; ``connected``: the TCP connection was up."""
     if isinstance(exc, ssl.SSLCertVerificationError):
         return PinMismatchError("the live certificate is not the provisioned leaf")
     if isinstance(exc, ssl.SSLError):
@@ -105,7 +107,7 @@ def _classify(exc: BaseException, *, connected: bool) -> Exception:
         return TlsPolicyError(f"the TLS handshake failed ({exc.reason or 'unknown reason'})")
     if isinstance(exc, TimeoutError | socket.timeout):
         return TransportError("the TLS pre-flight handshake timed out")
-    if connected and isinstance(exc, ConnectionError):
+    if connected and drop_is_refusal and isinstance(exc, ConnectionError):
         # A server that cannot speak TLS 1.3 ends the connection on the TLS 1.3-only hello,
         # with a FIN (seen as an unexpected EOF above) or a reset, depending on timing; the
         # verdict must not depend on which, so both are a refused handshake.
@@ -113,22 +115,47 @@ def _classify(exc: BaseException, *, connected: bool) -> Exception:
     return TransportError(f"cannot reach the worker: {type(exc).__name__}")
 
 
-def preflight(
-    endpoint: Endpoint, expected_pin: str, anchor: LeafCertificate, timeout: float
-) -> str:
-    """Runs the check synchronously. Returns the live pin; raises TrustError subclasses."""
+def open_verified(
+    endpoint: Endpoint,
+    expected_pin: str,
+    anchor: LeafCertificate,
+    timeout: float,
+    *,
+    drop_is_refusal: bool = True,
+) -> ssl.SSLSocket:
+    """Opens a TLS connection that passed every check, or raises the typed refusal.
+
+    ``drop_is_refusal=False`` (the relay's reconnects) takes a connection dropped during
+    the handshake for a worker going away, a retryable ``TransportError``, rather than
+    for a TLS refusal: a restarting worker resets connections too. An explicit TLS alert
+    or a wrong certificate is a refusal either way.
+    """
     context = _tls13_context(anchor)
     try:
         raw = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
     except OSError as exc:
         raise _classify(exc, connected=False) from None
+    tls: ssl.SSLSocket | None = None
     try:
-        with raw, context.wrap_socket(raw, server_hostname=endpoint.host) as tls:
-            return _check_session(tls, expected_pin)
-    except (PinMismatchError, TlsPolicyError):
+        tls = context.wrap_socket(raw, server_hostname=endpoint.host)
+        _check_session(tls, expected_pin)
+    except BaseException as exc:
+        (tls or raw).close()
+        raw.close()
+        if isinstance(exc, PinMismatchError | TlsPolicyError):
+            raise
+        if isinstance(exc, OSError | ssl.SSLError):
+            raise _classify(exc, connected=True, drop_is_refusal=drop_is_refusal) from None
         raise
-    except (OSError, ssl.SSLError) as exc:
-        raise _classify(exc, connected=True) from None
+    return tls
+
+
+def preflight(
+    endpoint: Endpoint, expected_pin: str, anchor: LeafCertificate, timeout: float
+) -> str:
+    """Runs the check synchronously and closes the connection. Returns the live pin."""
+    with open_verified(endpoint, expected_pin, anchor, timeout) as tls:
+        return sha256_hex(tls.getpeercert(binary_form=True) or b"")
 
 
 async def preflight_async(
