@@ -53,3 +53,19 @@ def key(field: int, wire: int) -> bytes:
 def length_delimited(field: int, data: bytes) -> bytes:
     """A wire-type-2 field (bytes, string or embedded message)."""
     return key(field, 2) + varint(len(data)) + data
+
+
+def string(field: int, text: str) -> bytes:
+    """A proto3 string field: omitted when empty, as proto3 does."""
+    return length_delimited(field, text.encode()) if text else b""
+
+
+def uint(field: int, value: int) -> bytes:
+    """A proto3 varint field (uint, enum): omitted when zero."""
+    return key(field, 0) + varint(value) if value else b""
+
+
+def timestamp(us: int) -> bytes:
+    """The body of a ``google.protobuf.Timestamp`` for microseconds since the epoch."""
+    seconds, micros = divmod(us, 1_000_000)
+    return uint(1, seconds) + uint(2, micros * 1000)

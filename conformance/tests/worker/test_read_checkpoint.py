@@ -55,13 +55,70 @@ async def _frames(engine: RunEngine, run_id: str, after: int = 0) -> list[bytes]
 
 
 def test_get_run_verifies_history_once_then_only_the_tail(tmp_path: Path) -> None:
-    async def scenario() -> None:
+    async def produce() -> str:
         engine = _engine(tmp_path)
         run_id = await _finished_run(engine, "k", _long(500))
+        await engine.shutdown()
+        engine.store.journal.close()
+        return run_id
+
+    run_id = asyncio.run(produce())
+
+    async def scenario() -> None:
+        engine = _engine(tmp_path)  # a new process: nothing of the run was verified yet
         first = _verified_by(engine, lambda: engine.get_run(PRINCIPAL, run_id))
         again = _verified_by(engine, lambda: engine.get_run(PRINCIPAL, run_id))
         assert first > 500
         assert again < 10
+        await engine.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_run_produced_here_is_polled_without_reading_its_records(tmp_path: Path) -> None:
+    """The append path keeps the checkpoint current, so GetRun during production reads
+    nothing back, answers with the state just recorded, and still notices tampering."""
+    async def scenario() -> None:
+        engine = _engine(tmp_path)
+        creation, _, _ = engine.create_run(PRINCIPAL, CreateRunRequest(
+            idempotency_key="k", input=[InputPart(text=_long(300))]))
+        run_id = creation["run_id"]
+        seen = []
+        while not seen or seen[-1]["status"] != "SUCCEEDED":
+            checked = _verified_by(engine, lambda: seen.append(engine.get_run(PRINCIPAL,
+                                                                              run_id)[1]))
+            assert checked == 0
+            await asyncio.sleep(0.005)
+        sequences = [state["last_sequence"] for state in seen]
+        assert len(set(sequences)) > 2 and sequences == sorted(sequences)
+        full = engine.store.full(run_id)  # every record read and checked again
+        assert full is not None and full.state == seen[-1]
+        _outside(tmp_path, ("UPDATE records SET payload = replace(payload, '\".\"', '\"!\"') "
+                            "WHERE stream = ? AND version = 3", (f"run:{run_id}",)))
+        with pytest.raises(JournalIntegrityError):
+            engine.get_run(PRINCIPAL, run_id)
+        await engine.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_an_outside_change_during_production_is_not_absorbed_by_the_next_append(
+        tmp_path: Path) -> None:
+    """An intruder's commit followed by one of the worker's own appends still counts as
+    an outside change: the worker's commit must not adopt it as its own."""
+    async def scenario() -> None:
+        engine = _engine(tmp_path)
+        creation, _, _ = engine.create_run(PRINCIPAL, CreateRunRequest(
+            idempotency_key="k", input=[InputPart(
+                text="colossus-script v1\nrepeat 20 say .\nsleep forever")]))
+        run_id = creation["run_id"]
+        while engine.get_run(PRINCIPAL, run_id)[1]["last_sequence"] < 21:
+            await asyncio.sleep(0.005)
+        _outside(tmp_path, ("UPDATE records SET payload = replace(payload, '\".\"', '\"!\"') "
+                            "WHERE stream = ? AND version = 3", (f"run:{run_id}",)))
+        engine.cancel_run(PRINCIPAL, run_id)  # the worker appends after the intrusion
+        with pytest.raises(JournalIntegrityError):
+            engine.get_run(PRINCIPAL, run_id)
         await engine.shutdown()
 
     asyncio.run(scenario())

@@ -49,10 +49,7 @@ class ReadOnlyJournal(Journal):
 
     def __init__(self, path: Path, key: bytes, *, uri: str) -> None:
         # Deliberately not calling Journal.__init__: it creates and upgrades the file.
-        self._key = key
-        self._path = path
-        self._in_tx = False
-        self.records_verified = 0
+        self._set_up(path, key)
         with self._sqlite_errors():
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None,
                                        check_same_thread=False)
@@ -61,10 +58,8 @@ class ReadOnlyJournal(Journal):
             # snapshot, even while a serving worker appends.
             self._db.execute("BEGIN")
             self._check_checkpoint()
-        # Attributes Journal.__init__ would set; this object never writes, so it never
-        # builds the open-run index and its view of the files never moves.
-        self.open_index_created = False
-        self._epoch = 0
+        # This object never writes, so it never builds the open-run index and its
+        # view of the files never moves.
         self._seen = self._fingerprint()
 
     def _check_checkpoint(self) -> None:

@@ -94,8 +94,12 @@ class RunStore:
                 {"run_id": run_id, "fingerprint": creation["fingerprint"]},
                 None,
             )
-            self._journal.append(f"run:{run_id}", 1, "run.created", creation, None)
+            first = self._journal.append(f"run:{run_id}", 1, "run.created", creation, None)
             self._journal.mark_open(f"run:{run_id}", True)
+            # We wrote it, so it is verified: GetRun and watches start from here.
+            # (Both from the stored JSON, exactly as a read would see them.)
+            self._journal.after_commit(lambda: self._remember(run_id, Checkpoint(
+                self._journal.trust_epoch(), first, first.payload, first.payload["state"])))
             owner = f"owner:{app}"
             head = self._journal.head(owner)
             self._journal.append(
@@ -178,10 +182,11 @@ class RunStore:
             payload["private"] = private
         try:
             with self._journal.transaction():
-                self._journal.append(f"run:{run_id}", tail.head.version + 1, "run.event", payload,
-                                     tail.head)
+                rec = self._journal.append(f"run:{run_id}", tail.head.version + 1, "run.event",
+                                           payload, tail.head)
                 if new_state["status"] in TERMINAL:
                     self._journal.mark_open(f"run:{run_id}", False)
+                self._journal.after_commit(lambda: self._advance(run_id, tail.head, rec))
         except ConcurrencyConflict:
             raise ApiError(
                 Status.UNAVAILABLE, "UNAVAILABLE", "the run changed concurrently; try again"
@@ -202,6 +207,8 @@ class RunStore:
 
     def checked(self, run_id: str, with_events: bool = False) -> tuple[FullRun, Record] | None:
         """:meth:`full` and the newest verified record (its hash anchors cached replies)."""
+        if not with_events and (trusted := self.trusted(run_id)) is not None:
+            return FullRun(trusted.creation, [], trusted.state), trusted.last
         stream = f"run:{run_id}"
         epoch = self._journal.trust_epoch()
         mark = None if with_events else self._checkpoints.get(run_id)
@@ -230,6 +237,44 @@ class RunStore:
         if not self._journal.in_transaction:  # a rollback could still take these back
             self._remember(run_id, Checkpoint(epoch, last, creation, state))
         return FullRun(creation, events, state), last
+
+    def _advance(self, run_id: str, prev: Record, rec: Record) -> None:
+        """Move the run's checkpoint over a record this process has just committed.
+
+        Only a checkpoint that ends exactly at ``prev`` and belongs to the current
+        trust epoch moves (the transaction counted any outside change before it
+        wrote); anything else is left for the next read to verify. The stored event
+        is replayed onto the checkpoint's state, as a read would.
+        """
+        mark = self._checkpoints.get(run_id)
+        if (mark is None or mark.last.hash != prev.hash or mark.last.version != prev.version
+                or mark.epoch != self._journal.trust_epoch()):
+            return
+        payload = rec.payload
+        try:
+            if payload.get("seq") != rec.version - 1:
+                raise JournalIntegrityError("event sequence does not match its position")
+            state = replay_check(mark.state, payload)
+        except JournalIntegrityError:
+            self._checkpoints.pop(run_id, None)
+            return
+        self._checkpoints[run_id] = Checkpoint(mark.epoch, rec, mark.creation, state)
+
+    def trusted(self, run_id: str) -> Checkpoint | None:
+        """The run's checkpoint, if it still stands for the whole run.
+
+        That is: nothing outside this process changed the journal since it was
+        verified (the trust epoch), and the run's sealed head is still the
+        checkpoint's record, so no record follows it. GetRun answers from it
+        without reading a single record.
+        """
+        mark = self._checkpoints.get(run_id)
+        if mark is None or mark.epoch != self._journal.trust_epoch():
+            return None
+        if self._journal.sealed_head(f"run:{run_id}") != (mark.last.version, mark.last.hash):
+            return None
+        self._checkpoints.move_to_end(run_id)
+        return mark
 
     def _remember(self, run_id: str, mark: Checkpoint) -> None:
         self._checkpoints[run_id] = mark

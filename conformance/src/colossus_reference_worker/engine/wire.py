@@ -23,22 +23,10 @@ from .._gen.colossus.api.v1alpha1 import (
 from . import views
 
 # Local names: the replay loop calls these per event, so skip the module lookup.
-_key = protowire.key
 _bytes = protowire.length_delimited
-_varint = protowire.varint
-
-
-def _str(field: int, text: str) -> bytes:
-    return _bytes(field, text.encode()) if text else b""
-
-
-def _uint(field: int, value: int) -> bytes:
-    return _key(field, 0) + _varint(value) if value else b""
-
-
-def _timestamp(us: int) -> bytes:
-    seconds, micros = divmod(us, 1_000_000)
-    return _uint(1, seconds) + _uint(2, micros * 1000)
+_str = protowire.string
+_uint = protowire.uint
+_timestamp = protowire.timestamp
 
 
 def encode_watch_response(run_id: str, payload: dict[str, Any]) -> bytes:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError, StreamTerminatedError
@@ -34,6 +35,20 @@ from ..errors import (
 from ..hooks import WorkerHooks
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+async def _within(seconds: float, work: Awaitable[T]) -> T:
+    """``work`` with a deadline, raising ``asyncio.TimeoutError`` when it passes.
+
+    From Python 3.11 a timeout scope runs the read in the calling task; ``wait_for``
+    wraps it in a task of its own, an extra task and loop turn on every call.
+    """
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await work
+    return await asyncio.wait_for(work, seconds)
 
 
 @dataclass
@@ -76,7 +91,7 @@ class Pipeline:
         )
         async with app, self._decodes:
             try:
-                return await asyncio.wait_for(read(stream), limits.request_setup_timeout_seconds)
+                return await _within(limits.request_setup_timeout_seconds, read(stream))
             except asyncio.TimeoutError:
                 raise ApiError(
                     Status.UNAVAILABLE, "UNAVAILABLE", "the request message did not arrive in time"

@@ -29,7 +29,7 @@ import itertools
 import logging
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +90,10 @@ def _translate(exc: sqlite3.Error, path: Path) -> Exception:
 class Journal:
     """One SQLite database holding every stream of one worker."""
 
+    _seen: tuple[Any, ...]
+
     def __init__(self, path: Path, key: bytes) -> None:
-        self._key = key
-        self._path = path
-        self._in_tx = False
-        # How many records have had their hash checked; tests use it to show that a
-        # mutation's work does not grow with the run's history (W12).
-        self.records_verified = 0
+        self._set_up(path, key)
         # Create the file owner-only first; SQLite gives its -wal and -shm files
         # the same mode.
         try:
@@ -115,9 +112,23 @@ class Journal:
                 "SELECT 1 FROM sqlite_master WHERE name = 'open_streams'").fetchone() is None
             self._db.executescript(_SCHEMA + HEADS_SCHEMA + _OPEN_SCHEMA)
             self._check_checkpoint()
+        self._seen = self._fingerprint()
+
+    def _set_up(self, path: Path, key: bytes) -> None:
+        """Every attribute but the connection (shared with read-only subclasses)."""
+        self._key = key
+        self._path = path
+        self._watched_files = (str(path), f"{path}-wal")
+        self._in_tx = False
+        # Work to do once the outermost transaction has committed (see :meth:`after_commit`).
+        self._on_commit: list[Callable[[], None]] = []
         # What this process last saw of the files; see :meth:`trust_epoch`.
         self._epoch = 0
-        self._seen = self._fingerprint()
+        self._seen = ()
+        # How many records have had their hash checked; tests use it to show that a
+        # mutation's work does not grow with the run's history (W12).
+        self.records_verified = 0
+        self.open_index_created = False
 
     def close(self) -> None:
         self._db.close()
@@ -140,7 +151,7 @@ class Journal:
         """SQLite's count of other connections' commits, and the files' identity."""
         (data_version,) = self._sql("PRAGMA data_version").fetchone()
         stats: list[tuple[int, int, int] | None] = []
-        for name in (self._path, Path(f"{self._path}-wal")):
+        for name in self._watched_files:
             try:
                 st = os.stat(name)
             except FileNotFoundError:
@@ -254,10 +265,15 @@ class Journal:
         self._sql("BEGIN IMMEDIATE")
         self._in_tx = True
         try:
+            # The write lock is held now, so no other connection can commit until we
+            # do: count any change made before it here, or the fingerprint taken after
+            # our COMMIT would silently absorb it.
+            self.trust_epoch()
             yield
             self._sql("COMMIT")
             self._seen = self._fingerprint()
         except BaseException:
+            self._on_commit.clear()
             # A failed COMMIT (a full disk, say) leaves the transaction open; a failed
             # statement may already have rolled it back.
             if self._db.in_transaction:
@@ -266,6 +282,15 @@ class Journal:
             raise
         finally:
             self._in_tx = False
+        callbacks, self._on_commit = self._on_commit, []
+        for callback in callbacks:
+            callback()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the current transaction has committed (never if it
+        rolls back), so readers only ever remember what is durably in the journal."""
+        assert self._in_tx, "after_commit outside a transaction"
+        self._on_commit.append(callback)
 
     def _set_head(self, stream: str, version: int, digest: bytes) -> None:
         self._db.execute(
@@ -310,6 +335,10 @@ class Journal:
         if not hmac.compare_digest(want, bytes(digest)):
             raise JournalIntegrityError(f"record hash mismatch in {stream}@{version}")
         return Record(stream, version, kind, text, bytes(prev_hash), bytes(digest))
+
+    def sealed_head(self, stream: str) -> tuple[int, bytes] | None:
+        """The sealed head of ``stream``: its newest version and hash (seal checked)."""
+        return self._head(stream)
 
     def _head(self, stream: str) -> tuple[int, bytes] | None:
         """The sealed head of ``stream``: its newest version and hash."""
