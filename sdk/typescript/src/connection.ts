@@ -14,7 +14,7 @@ import { createClient, type CallOptions, type Client as RpcClient } from "@conne
 import * as convert from "./convert.js";
 import { loadBearer, type CredentialProvider } from "./credentials.js";
 import { isRetryable, isUnreachable, mapError, type MapContext } from "./error-mapping.js";
-import { ClientClosedError, ColossusError, IncompatibleServerError } from "./errors.js";
+import { ClientClosedError, ColossusError, IncompatibleServerError, OutcomeUnknownError, TransportError } from "./errors.js";
 import { ArtifactService } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import { RunService } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import { SystemService } from "./gen/colossus/api/v1alpha1/system_pb.js";
@@ -102,6 +102,10 @@ export class Connection {
     // through it: whatever connect reports (UNAVAILABLE, INTERNAL...) is that refusal.
     const trust = this.channel.lastTrustFailure();
     if (trust !== null && mapped.code !== null) return trust;
+    if (mapped.code === "CANCELLED" && mapped.reason === null && mapped instanceof TransportError && !(mapped instanceof OutcomeUnknownError) && this.channel.connectionLost()) {
+      // Neither the caller nor the SDK cancelled: the connection under the call went away.
+      return new TransportError(`the connection to the worker was lost (${mapped.message})`, { code: "UNAVAILABLE", cause: error });
+    }
     return mapped;
   }
 

@@ -28,6 +28,7 @@ export class Channel {
   private bearer: Bearer | null = null;
   private trustFailure: TrustError | null = null;
   private connectionError: Error | null = null;
+  private socket: { readonly destroyed: boolean } | null = null;
   private closed = false;
   private readonly manager: Http2SessionManager;
   private readonly authorize: Interceptor;
@@ -50,6 +51,7 @@ export class Channel {
           socket.once("error", (error: Error) => {
             this.connectionError = error;
           });
+          this.socket = socket;
           return socket;
         },
       },
@@ -96,6 +98,15 @@ export class Channel {
       readMaxBytes,
       writeMaxBytes,
     });
+  }
+
+  /**
+   * True when the newest connection is gone (the worker died or restarted). Node then closes
+   * every open HTTP/2 stream with the code CANCEL, which is a lost connection, not a
+   * cancellation anyone asked for.
+   */
+  connectionLost(): boolean {
+    return this.socket?.destroyed === true;
   }
 
   /** The trust failure of the newest connection attempt, if it failed one. */
