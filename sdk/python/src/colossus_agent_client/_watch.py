@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import grpc
 import grpc.aio
+from google.protobuf.message import DecodeError
 
 from . import _convert
 from ._connection import (
@@ -30,6 +31,7 @@ from ._connection import (
 )
 from ._errors import (
     ColossusError,
+    ProtocolViolationError,
     TransportError,
     WatchIdleTimeoutError,
     from_rpc_error,
@@ -38,10 +40,27 @@ from ._errors import (
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
-from .api.v1alpha1 import run_service_pb2, runs_pb2
+from .api.v1alpha1 import run_service_pb2
 
 log = logging.getLogger("colossus_agent_client.watch")
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
+_decode = run_service_pb2.WatchRunResponse.FromString
+
+
+def _undecodable() -> ProtocolViolationError:
+    return ProtocolViolationError(
+        "the watch received a message that is not a WatchRunResponse",
+        reason="WATCH_UNDECODABLE_EVENT",
+    )
+
+
+def _same_event(earlier: bytes, replayed: bytes) -> bool:
+    """Whether two different encodings carry equal events (field order may differ)."""
+    return bool(_decode(earlier).event == _decode(replayed).event)
+
+
+def _new_core(run_id: str, after_sequence: int, policy: RetryPolicy) -> WatchCore[bytes]:
+    return WatchCore(run_id, after_sequence, policy, equivalent=_same_event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +159,7 @@ class Watch:
         idle_timeout: float | None,
     ) -> None:
         self._backend = backend
-        self._core: WatchCore[runs_pb2.RunEvent] = WatchCore(run_id, after_sequence, policy)
+        self._core = _new_core(run_id, after_sequence, policy)
         self._policy = policy
         self._on_reconnect = on_reconnect
         self._idle_timeout = idle_timeout
@@ -189,8 +208,29 @@ class Watch:
             with contextlib.suppress(ValueError):
                 iterator.close()  # type: ignore[attr-defined]
 
-    def _get_run(self) -> Run:
+    def _start_get_run(self, conn: SyncConnection) -> Any:
+        """Sends the closing ``GetRun`` now, once the terminal event arrived.
+
+        A terminal run never changes again, so this answer is the one a ``GetRun`` sent
+        after the stream's close would get; sending it early overlaps its round trip with
+        the end of the stream. ``None`` when it cannot be sent (the ordinary call then runs).
+        """
+        try:
+            return conn.runs.GetRun.future(
+                run_service_pb2.GetRunRequest(run_id=self._core.run_id),
+                timeout=conn.options.timeout,
+                metadata=conn.metadata(),
+            )
+        except ValueError:  # the channel closed meanwhile
+            return None
+
+    def _get_run(self, started: Any = None) -> Run:
+        """``GetRun`` under the read retry policy; ``started`` is its first attempt if sent."""
+        first = [started] if started is not None else []
+
         def attempt() -> Run:
+            if first:
+                return _convert.run(first.pop().result().run)
             conn = self._backend.connection()
             response = conn.runs.GetRun(
                 run_service_pb2.GetRunRequest(run_id=self._core.run_id),
@@ -227,12 +267,13 @@ class Watch:
 
     def _events(self) -> Iterator[RunEvent]:
         core = self._core
-        run_event = _convert.run_event
+        run_event, decode = _convert.run_event, _decode
         watchdog = _IdleWatchdog(self._idle_timeout) if self._idle_timeout else None
+        closing_get_run: Any = None
         try:
             while not self._closed:
                 conn = self._backend.connection()
-                call: Any = conn.runs.WatchRun(
+                call: Any = conn.watch_run_encoded(
                     run_service_pb2.WatchRunRequest(
                         run_id=core.run_id, after_sequence=core.last_sequence
                     ),
@@ -242,21 +283,22 @@ class Watch:
                 if watchdog is not None:
                     watchdog.arm(call)
                 try:
-                    for response in call:
-                        event = response.event
+                    for data in call:
+                        event = decode(data).event
                         if watchdog is not None:
                             watchdog.last_activity = time.monotonic()
                         kind = event.WhichOneof("payload")
                         run_id, sequence = event.run_id, event.sequence
+                        terminal = kind == "terminated"
                         verdict = core.on_event(
-                            run_id,
-                            sequence,
-                            event,
-                            terminal=kind == "terminated",
-                            size=event.ByteSize(),
+                            run_id, sequence, data, terminal=terminal, size=len(data)
                         )
                         if verdict is DELIVER:
+                            if terminal:
+                                closing_get_run = self._start_get_run(conn)
                             yield run_event(event, kind, run_id, sequence)
+                except DecodeError:
+                    raise _undecodable() from None
                 except grpc.RpcError as exc:
                     if watchdog is not None and watchdog.fired:
                         raise WatchIdleTimeoutError(
@@ -275,10 +317,13 @@ class Watch:
                 if self._closed:
                     return
                 # A clean close proves nothing until GetRun agrees (S1).
-                if core.on_clean_close(self._get_run()) is CloseAction.COMPLETE:
+                started, closing_get_run = closing_get_run, None
+                if core.on_clean_close(self._get_run(started)) is CloseAction.COMPLETE:
                     return
                 self._pause(core.on_retryable_failure(), None)
         finally:
+            if closing_get_run is not None:
+                closing_get_run.cancel()
             if watchdog is not None:
                 watchdog.stop()
 
@@ -297,7 +342,7 @@ class AsyncWatch:
         idle_timeout: float | None,
     ) -> None:
         self._backend = backend
-        self._core: WatchCore[runs_pb2.RunEvent] = WatchCore(run_id, after_sequence, policy)
+        self._core = _new_core(run_id, after_sequence, policy)
         self._policy = policy
         self._on_reconnect = on_reconnect
         self._idle_timeout = idle_timeout
@@ -344,8 +389,21 @@ class AsyncWatch:
             with contextlib.suppress(RuntimeError):
                 await iterator.aclose()  # type: ignore[attr-defined]
 
-    async def _get_run(self) -> Run:
+    def _start_get_run(self, conn: AsyncConnection) -> Any:
+        """The closing ``GetRun``, sent at the terminal event (see ``Watch._start_get_run``)."""
+        return conn.runs.GetRun(
+            run_service_pb2.GetRunRequest(run_id=self._core.run_id),
+            timeout=conn.options.timeout,
+            metadata=conn.metadata(),
+        )
+
+    async def _get_run(self, started: Any = None) -> Run:
+        """``GetRun`` under the read retry policy; ``started`` is its first attempt if sent."""
+        first = [started] if started is not None else []
+
         async def attempt() -> Run:
+            if first:
+                return _convert.run((await first.pop()).run)
             conn = await self._backend.connection()
             response = await conn.runs.GetRun(
                 run_service_pb2.GetRunRequest(run_id=self._core.run_id),
@@ -379,55 +437,62 @@ class AsyncWatch:
 
     async def _events(self) -> AsyncIterator[RunEvent]:
         core = self._core
-        run_event = _convert.run_event
+        run_event, decode = _convert.run_event, _decode
         idle = self._idle_timeout
-        while not self._closed:
-            conn = await self._backend.connection()
-            call: Any = conn.runs.WatchRun(
-                run_service_pb2.WatchRunRequest(
-                    run_id=core.run_id, after_sequence=core.last_sequence
-                ),
-                metadata=conn.metadata(),
-            )
-            self._call = call
-            try:
-                while True:
-                    if idle:
-                        try:
-                            response = await asyncio.wait_for(call.read(), idle)
-                        except asyncio.TimeoutError:
-                            raise WatchIdleTimeoutError(
-                                f"no event for {idle} s", reason="WATCH_IDLE_TIMEOUT"
-                            ) from None
-                    else:
-                        response = await call.read()
-                    if response is _EOF:
-                        break
-                    event = response.event
-                    kind = event.WhichOneof("payload")
-                    run_id, sequence = event.run_id, event.sequence
-                    verdict = core.on_event(
-                        run_id,
-                        sequence,
-                        event,
-                        terminal=kind == "terminated",
-                        size=event.ByteSize(),
-                    )
-                    if verdict is DELIVER:
-                        yield run_event(event, kind, run_id, sequence)
-            except grpc.RpcError as exc:
+        closing_get_run: Any = None
+        try:
+            while not self._closed:
+                conn = await self._backend.connection()
+                call: Any = conn.watch_run_encoded(
+                    run_service_pb2.WatchRunRequest(
+                        run_id=core.run_id, after_sequence=core.last_sequence
+                    ),
+                    metadata=conn.metadata(),
+                )
+                self._call = call
+                try:
+                    while True:
+                        if idle:
+                            try:
+                                data = await asyncio.wait_for(call.read(), idle)
+                            except asyncio.TimeoutError:
+                                raise WatchIdleTimeoutError(
+                                    f"no event for {idle} s", reason="WATCH_IDLE_TIMEOUT"
+                                ) from None
+                        else:
+                            data = await call.read()
+                        if data is _EOF:
+                            break
+                        event = decode(data).event
+                        kind = event.WhichOneof("payload")
+                        run_id, sequence = event.run_id, event.sequence
+                        terminal = kind == "terminated"
+                        verdict = core.on_event(
+                            run_id, sequence, data, terminal=terminal, size=len(data)
+                        )
+                        if verdict is DELIVER:
+                            if terminal:
+                                closing_get_run = self._start_get_run(conn)
+                            yield run_event(event, kind, run_id, sequence)
+                except DecodeError:
+                    raise _undecodable() from None
+                except grpc.RpcError as exc:
+                    if self._closed:
+                        return
+                    error = from_rpc_error(exc)
+                    if not is_retryable_code(error.code):
+                        raise error from None
+                    await self._pause(core.on_retryable_failure(), error)
+                    continue
+                finally:
+                    self._call = None
+                    call.cancel()
                 if self._closed:
                     return
-                error = from_rpc_error(exc)
-                if not is_retryable_code(error.code):
-                    raise error from None
-                await self._pause(core.on_retryable_failure(), error)
-                continue
-            finally:
-                self._call = None
-                call.cancel()
-            if self._closed:
-                return
-            if core.on_clean_close(await self._get_run()) is CloseAction.COMPLETE:
-                return
-            await self._pause(core.on_retryable_failure(), None)
+                started, closing_get_run = closing_get_run, None
+                if core.on_clean_close(await self._get_run(started)) is CloseAction.COMPLETE:
+                    return
+                await self._pause(core.on_retryable_failure(), None)
+        finally:
+            if closing_get_run is not None:
+                closing_get_run.cancel()

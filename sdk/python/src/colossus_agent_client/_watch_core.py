@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import time
 from collections import deque
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -63,18 +63,22 @@ class WatchCore(Generic[C]):
     """Dedup, gap detection, clean-close reconciliation and the reconnect budget.
 
     ``content`` is any equality-comparable value standing for an event's full content
-    (the driver passes the decoded message, whose ``==`` compares every field).
+    (the drivers pass the event's encoded bytes, which cost nothing to keep or to size).
+    Two contents that differ with ``!=`` are still the same event when ``equivalent``
+    says so: for encodings, when both decode to equal messages (an encoder may order
+    fields differently). Without ``equivalent``, ``!=`` alone decides.
     """
 
     __slots__ = (
         "_attempt",
+        "_contents",
         "_delays",
+        "_equivalent",
         "_first_failure",
         "_max_bytes",
         "_max_events",
         "_policy",
         "_progressed",
-        "_recent",
         "_sizes",
         "_terminal_sequence",
         "_window_bytes",
@@ -90,14 +94,20 @@ class WatchCore(Generic[C]):
         *,
         max_events: int = REPLAY_WINDOW,
         max_bytes: int = REPLAY_WINDOW_BYTES,
+        equivalent: Callable[[C, C], bool] | None = None,
     ) -> None:
         self.run_id = run_id
+        self._equivalent = equivalent
         self.last_sequence = after_sequence
         self._policy = policy
-        # Delivered sequences are contiguous, so the window is the last len(_recent)
-        # sequences up to last_sequence, oldest first; _sizes holds their sizes in order.
-        self._recent: dict[int, C] = {}
-        self._sizes: deque[int] = deque()
+        if max_events < 1:
+            raise ValueError("max_events must be at least 1")
+        # Delivered sequences are contiguous, so the window is the last len(_contents)
+        # sequences up to last_sequence, oldest first, and _sizes holds their sizes in the
+        # same order. Both deques drop their oldest entry by themselves once max_events
+        # are kept, so a full window costs one append each per event.
+        self._contents: deque[C] = deque(maxlen=max_events)
+        self._sizes: deque[int] = deque(maxlen=max_events)
         self._window_bytes = 0
         self._max_events = max_events
         self._max_bytes = max_bytes
@@ -108,21 +118,39 @@ class WatchCore(Generic[C]):
         self._progressed = False
 
     @property
+    def remembered_sequences(self) -> range:
+        """The delivered sequences whose content a replay is compared with, oldest first."""
+        return range(self.last_sequence - len(self._contents) + 1, self.last_sequence + 1)
+
+    @property
     def finished_stream(self) -> bool:
         """True once the terminal event was delivered."""
         return self._terminal_sequence is not None
 
-    def _remember(self, sequence: int, content: C, size: int) -> None:
-        recent = self._recent
-        recent[sequence] = content
+    def _remember(self, content: C, size: int) -> None:
         sizes = self._sizes
+        window = self._window_bytes + size
+        if len(sizes) == self._max_events:
+            window -= sizes[0]  # the oldest leaves as this one is appended
+        self._contents.append(content)
         sizes.append(size)
-        self._window_bytes += size
-        while len(sizes) > self._max_events or (
-            self._window_bytes > self._max_bytes and len(sizes) > 1
-        ):
-            del recent[sequence - len(sizes) + 1]
-            self._window_bytes -= sizes.popleft()
+        self._window_bytes = window
+        if window > self._max_bytes:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        """Drops the oldest events until the byte bound holds; the newest always stays."""
+        sizes, window = self._sizes, self._window_bytes
+        while window > self._max_bytes and len(sizes) > 1:
+            window -= sizes.popleft()
+            self._contents.popleft()
+        self._window_bytes = window
+
+    def _recall(self, sequence: int) -> C | None:
+        """The remembered content of an already delivered ``sequence``, if still kept."""
+        contents = self._contents
+        offset = sequence - self.last_sequence + len(contents) - 1
+        return contents[offset] if offset >= 0 else None
 
     def on_event(
         self, run_id: str, sequence: int, content: C, *, terminal: bool, size: int = 0
@@ -135,7 +163,16 @@ class WatchCore(Generic[C]):
             and self._terminal_sequence is None
             and run_id == self.run_id
         ):
-            self._remember(sequence, content, size)
+            # _remember, inlined: this runs once per event of every watch.
+            sizes = self._sizes
+            window = self._window_bytes + size
+            if len(sizes) == self._max_events:
+                window -= sizes[0]
+            self._contents.append(content)
+            sizes.append(size)
+            self._window_bytes = window
+            if window > self._max_bytes:
+                self._shrink()
             self.last_sequence = sequence
             if terminal:
                 self._terminal_sequence = sequence
@@ -146,7 +183,7 @@ class WatchCore(Generic[C]):
                 "the watch delivered an event of another run", reason="WATCH_WRONG_RUN"
             )
         if sequence <= self.last_sequence:
-            seen = self._recent.get(sequence)
+            seen = self._recall(sequence)
             if seen is None:
                 # Older than the replay window, or at/before a cursor the caller supplied:
                 # its content cannot be compared, so it cannot be accepted as a replay.
@@ -155,7 +192,9 @@ class WatchCore(Generic[C]):
                     f"(cursor {self.last_sequence})",
                     reason="WATCH_REPLAY_UNVERIFIABLE",
                 )
-            if seen != content:
+            if seen != content and not (
+                self._equivalent is not None and self._equivalent(seen, content)
+            ):
                 raise ProtocolViolationError(
                     f"the watch replayed sequence {sequence} with different content",
                     reason="WATCH_REPLAY_ALTERED",
@@ -171,7 +210,7 @@ class WatchCore(Generic[C]):
                 reason="WATCH_GAP",
                 metadata={"expected": str(self.last_sequence + 1), "received": str(sequence)},
             )
-        self._remember(sequence, content, size)
+        self._remember(content, size)
         self.last_sequence = sequence
         if terminal:
             self._terminal_sequence = sequence

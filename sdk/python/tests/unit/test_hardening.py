@@ -93,13 +93,13 @@ def test_replay_window_is_bounded_in_bytes() -> None:
     core: WatchCore[str] = WatchCore("run_1", 0, RetryPolicy(), max_bytes=1000)
     for seq in range(1, 11):
         core.on_event("run_1", seq, f"e{seq}", terminal=False, size=300)
-    assert sorted(core._recent) == [8, 9, 10]  # 900 bytes fit, a fourth would not
+    assert list(core.remembered_sequences) == [8, 9, 10]  # 900 bytes fit, a fourth would not
     assert core.on_event("run_1", 10, "e10", terminal=False, size=300).name == "DROP"
     with pytest.raises(colossus.ProtocolViolationError):
         core.on_event("run_1", 7, "e7", terminal=False, size=300)
     huge: WatchCore[str] = WatchCore("run_1", 0, RetryPolicy())
     huge.on_event("run_1", 1, "big", terminal=False, size=REPLAY_WINDOW_BYTES * 2)
-    assert list(huge._recent) == [1]  # the newest event always stays comparable
+    assert list(huge.remembered_sequences) == [1]  # the newest event always stays comparable
 
 
 def test_reconnect_budget_has_an_elapsed_limit() -> None:

@@ -26,7 +26,7 @@ def test_dedup_and_window() -> None:
         is Verdict.DROP
     )
     assert c.on_event("run_1", 11, "e11", terminal=False) is Verdict.DROP
-    assert len(c._recent) == REPLAY_WINDOW
+    assert len(c.remembered_sequences) == REPLAY_WINDOW
     with pytest.raises(colossus.ProtocolViolationError) as info:
         c.on_event("run_1", 5, "e5", terminal=False)  # older than the window
     assert info.value.reason == "WATCH_REPLAY_UNVERIFIABLE"
