@@ -4,14 +4,18 @@ Order matters and is the same for both placements and both clients:
 
 1. the target is known (daemon: discovery files checked against the expected identity;
    sidecar: bootstrap reply validated);
-2. a channel trusting only the pinned leaf is created and asked to connect, and while
-   grpcio opens that connection on its own threads, the TLS 1.3 pre-flight checks the live
-   endpoint's version, pin and chain length (C4) on a connection of its own;
-3. only once the pre-flight passed is the bearer loaded from its provider (C5), so a
-   refused worker gets at most grpcio's TLS handshake and HTTP/2 preface, never a request;
+2. the trust relay starts, and its first TLS 1.3 connection to the worker is checked on
+   the calling thread (version, chain length, pin: C4); it then carries grpcio's first
+   connection, and every later one grpcio opens is checked the same way before any byte
+   of it is forwarded (see ``_transport/_relay.py``);
+3. only once that check passed is the bearer loaded from its provider (C5), so a refused
+   worker never receives a byte of HTTP/2;
 4. ``GetServerInfo`` is the first call, and the first to carry the bearer; its answer is
    verified before anything else may run (C6);
 5. the inbound cap is lowered to the advertised response cap when that is smaller (C7).
+
+A call that fails because the relay refused a later connection raises that refusal
+(``TlsPolicyError`` / ``PinMismatchError``, never retried) instead of ``UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ._errors import (
     ColossusError,
     IncompatibleServerError,
     TransportError,
+    TrustError,
     from_rpc_error,
     is_retryable_code,
 )
@@ -42,7 +47,7 @@ from ._transport import _channel
 from ._transport._bearer import Bearer, CallMetadata
 from ._transport._certificate import LeafCertificate
 from ._transport._descriptor import Endpoint
-from ._transport._preflight import preflight, preflight_async
+from ._transport._relay import TrustRelay
 from .api.v1alpha1 import (
     artifacts_pb2_grpc,
     run_service_pb2,
@@ -105,17 +110,31 @@ class Session:
     """What both connection kinds share: the verified identity, bearer and options."""
 
     def __init__(
-        self, target: Target, bearer: Bearer, options: ClientOptions, info: ServerInfo
+        self,
+        target: Target,
+        bearer: Bearer,
+        options: ClientOptions,
+        info: ServerInfo,
+        relay: TrustRelay | None = None,
     ) -> None:
         self.target = target
         self.options = options
         self.server_info = info
+        self.relay = relay
         # Only the redacting Bearer is kept; the header pair is built per call (see
         # CallMetadata), so no attribute or local of the SDK holds the raw header.
         self._bearer = bearer
 
     def metadata(self) -> _channel.Metadata:
         return call_metadata(self._bearer, self.options.trace_context)
+
+    def trust_refusal(self) -> TrustError | None:
+        """Why the relay refused the worker's latest connection; None while it passes."""
+        return self.relay.refusal() if self.relay is not None else None
+
+    def map_rpc_error(self, exc: grpc.RpcError, **kwargs: Any) -> ColossusError:
+        """``from_rpc_error``, except that an unreachable worker the relay refused is that refusal."""
+        return refusal_or(from_rpc_error(exc, **kwargs), self.trust_refusal())
 
     def trace(self) -> tuple[str, str | None] | None:
         provider = self.options.trace_context
@@ -128,6 +147,13 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session(endpoint={self.target.endpoint}, instance={self.server_info.instance_id})"
+
+
+def refusal_or(error: ColossusError, refusal: TrustError | None) -> ColossusError:
+    """The relay's refusal when ``error`` is the ``UNAVAILABLE`` it caused, else ``error``."""
+    if refusal is not None and error.code is grpc.StatusCode.UNAVAILABLE:
+        return refusal
+    return error
 
 
 def call_metadata(bearer: Bearer, trace_context: object = None) -> _channel.Metadata:
@@ -179,8 +205,9 @@ class SyncConnection(Session):
         options: ClientOptions,
         info: ServerInfo,
         channel: grpc.Channel,
+        relay: TrustRelay | None = None,
     ) -> None:
-        super().__init__(target, bearer, options, info)
+        super().__init__(target, bearer, options, info, relay)
         self.channel = channel
         self.system = system_pb2_grpc.SystemServiceStub(channel)
         self.runs = run_service_pb2_grpc.RunServiceStub(channel)
@@ -196,13 +223,23 @@ class SyncConnection(Session):
 
     def close(self) -> None:
         self.channel.close()
+        if self.relay is not None:
+            self.relay.close()
 
     def wait_ready(self, timeout: float | None) -> bool:
-        """Waits until the channel can carry a call (e.g. the worker is back)."""
-        return wait_ready_sync(self.channel, timeout)
+        """Waits until the channel can carry a call (e.g. the worker is back).
+
+        Raises the relay's refusal as soon as one is recorded: waiting longer would only
+        meet the same wrong listener again.
+        """
+        return wait_ready_sync(self.channel, timeout, self.trust_refusal)
 
 
-def wait_ready_sync(channel: grpc.Channel, timeout: float | None) -> bool:
+def wait_ready_sync(
+    channel: grpc.Channel,
+    timeout: float | None,
+    refusal: Callable[[], TrustError | None] = lambda: None,
+) -> bool:
     """True once ``channel`` is connected; False when ``timeout`` passed or it closed.
 
     ``grpc.channel_ready_future`` would do this, but its polling thread can outlive the
@@ -220,6 +257,9 @@ def wait_ready_sync(channel: grpc.Channel, timeout: float | None) -> bool:
     try:
         state = check(True)
         while state != _READY:
+            refused = refusal()
+            if refused is not None:
+                raise refused
             left = _POLL_SECONDS if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -231,7 +271,11 @@ def wait_ready_sync(channel: grpc.Channel, timeout: float | None) -> bool:
 
 
 def _get_server_info_sync(
-    channel: grpc.Channel, bearer: Bearer, timeout: float, policy: RetryPolicy
+    channel: grpc.Channel,
+    bearer: Bearer,
+    timeout: float,
+    policy: RetryPolicy,
+    refusal: Callable[[], TrustError | None],
 ) -> ServerInfo:
     stub = system_pb2_grpc.SystemServiceStub(channel)
 
@@ -244,7 +288,7 @@ def _get_server_info_sync(
         )
         return _convert.server_info(response.server_info)
 
-    return retry_sync(attempt, policy, what="GetServerInfo")
+    return retry_sync(attempt, policy, what="GetServerInfo", refusal=refusal)
 
 
 def connect_sync(
@@ -252,25 +296,32 @@ def connect_sync(
 ) -> SyncConnection:
     started = time.monotonic()
     receive, send = _caps(options, None)
-    channel = _channel.sync_channel(
-        target.endpoint, target.certificate, max_receive=receive, max_send=send
+    relay = TrustRelay(
+        target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
     )
+    channel: grpc.Channel | None = None
     try:
-        # grpcio opens its connection (pinned leaf) on its own threads while this thread
-        # runs the pre-flight; nothing is sent on it before the pre-flight has passed.
+        relay.preflight()
+        channel = _channel.sync_channel(
+            relay.target, target.endpoint, max_receive=receive, max_send=send
+        )
+        # grpcio's first connection takes over the pre-flight's verified one.
         _channel.start_connecting_sync(channel)
-        preflight(target.endpoint, target.expected_pin, target.certificate, options.connect_timeout)
         bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
-        info = _get_server_info_sync(channel, bearer, options.connect_timeout, options.retry)
+        info = _get_server_info_sync(
+            channel, bearer, options.connect_timeout, options.retry, relay.refusal
+        )
         verify_server_info(info, target)
         new_receive, new_send = _caps(options, info)
         if (new_receive, new_send) != (receive, send):
             channel.close()
             channel = _channel.sync_channel(
-                target.endpoint, target.certificate, max_receive=new_receive, max_send=new_send
+                relay.target, target.endpoint, max_receive=new_receive, max_send=new_send
             )
     except BaseException:
-        channel.close()
+        if channel is not None:
+            channel.close()
+        relay.close()
         raise
     log.info(
         "connected to %s instance=%s mode=%s in %.1f ms",
@@ -279,7 +330,7 @@ def connect_sync(
         info.deployment_mode.name,
         (time.monotonic() - started) * 1000,
     )
-    return SyncConnection(target, bearer, options, info, channel)
+    return SyncConnection(target, bearer, options, info, channel, relay)
 
 
 def _next_delay(
@@ -302,19 +353,23 @@ def retry_sync(
     what: str,
     on_retry: Callable[[], None] | None = None,
     ready: Callable[[float | None], bool] | None = None,
+    refusal: Callable[[], TrustError | None] | None = None,
 ) -> T:
     """Runs a read, retrying only ``UNAVAILABLE`` under ``policy``.
 
     ``ready(timeout)`` waits for the channel before each retry, within what is left of
     ``policy.max_elapsed``, so attempts are not spent while the worker is unreachable.
+    ``refusal()`` (by default the one ``ready`` carries) names a relay refusal that
+    replaces ``UNAVAILABLE``.
     """
     delays = policy.delays()
     first_failure: float | None = None
+    refusal = refusal or getattr(ready, "refusal", None)
     while True:
         try:
             return attempt()
         except grpc.RpcError as exc:
-            error = from_rpc_error(exc)
+            error = refusal_or(from_rpc_error(exc), refusal() if refusal else None)
             if first_failure is None:
                 first_failure = time.monotonic()
             delay = _next_delay(error, delays, policy, first_failure)
@@ -337,10 +392,11 @@ def call_mutation_sync(
     idempotency_key: str | None = None,
 ) -> T:
     """Runs a mutation exactly once; an ambiguous failure becomes OutcomeUnknownError."""
+    refused_before = session.trust_refusal()
     try:
         return method(request, timeout=timeout, metadata=session.metadata())
     except grpc.RpcError as exc:
-        raise from_rpc_error(exc, mutation=True, idempotency_key=idempotency_key) from None
+        raise _mutation_error(exc, session, refused_before, idempotency_key) from None
 
 
 # --- async ------------------------------------------------------------------------------
@@ -356,8 +412,9 @@ class AsyncConnection(Session):
         options: ClientOptions,
         info: ServerInfo,
         channel: grpc.aio.Channel,
+        relay: TrustRelay | None = None,
     ) -> None:
-        super().__init__(target, bearer, options, info)
+        super().__init__(target, bearer, options, info, relay)
         self.channel = channel
         self.system = system_pb2_grpc.SystemServiceStub(channel)
         self.runs = run_service_pb2_grpc.RunServiceStub(channel)
@@ -371,14 +428,37 @@ class AsyncConnection(Session):
 
     async def close(self) -> None:
         await self.channel.close(None)
+        if self.relay is not None:
+            await asyncio.to_thread(self.relay.close)
 
     async def wait_ready(self, timeout: float | None) -> bool:
-        """Waits until the channel can carry a call (e.g. the worker is back)."""
-        try:
-            await asyncio.wait_for(self.channel.channel_ready(), timeout)
-        except asyncio.TimeoutError:
+        """Waits until the channel can carry a call; raises a relay refusal at once."""
+        return await wait_ready_async(self.channel, timeout, self.trust_refusal)
+
+
+async def wait_ready_async(
+    channel: grpc.aio.Channel,
+    timeout: float | None,
+    refusal: Callable[[], TrustError | None] = lambda: None,
+) -> bool:
+    """The asyncio twin of :func:`wait_ready_sync`, polling the refusal between waits."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    state = channel.get_state(try_to_connect=True)
+    while state is not grpc.ChannelConnectivity.READY:
+        refused = refusal()
+        if refused is not None:
+            raise refused
+        if state is grpc.ChannelConnectivity.SHUTDOWN:
             return False
-        return True
+        left = _POLL_SECONDS if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            await asyncio.wait_for(channel.wait_for_state_change(state), min(left, _POLL_SECONDS))
+        except asyncio.TimeoutError:
+            pass
+        state = channel.get_state(try_to_connect=True)
+    return True
 
 
 async def connect_async(
@@ -386,15 +466,18 @@ async def connect_async(
 ) -> AsyncConnection:
     started = time.monotonic()
     receive, send = _caps(options, None)
-    channel = _channel.async_channel(
-        target.endpoint, target.certificate, max_receive=receive, max_send=send
+    relay = await asyncio.to_thread(
+        TrustRelay, target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
     )
+    channel: grpc.aio.Channel | None = None
     try:
-        # As in connect_sync: the channel connects during the pre-flight, unused until it passed.
-        channel.get_state(try_to_connect=True)
-        await preflight_async(
-            target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
+        # As in connect_sync, on a thread: asyncio's own TLS would see a TLS 1.2 server's
+        # refusal as a reset, so the very same blocking check keeps one verdict per server.
+        await asyncio.to_thread(relay.preflight)
+        channel = _channel.async_channel(
+            relay.target, target.endpoint, max_receive=receive, max_send=send
         )
+        channel.get_state(try_to_connect=True)
         bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         stub = system_pb2_grpc.SystemServiceStub(channel)
 
@@ -407,16 +490,21 @@ async def connect_async(
             )
             return _convert.server_info(response.server_info)
 
-        info = await retry_async(attempt, options.retry, what="GetServerInfo")
+        async def refused() -> TrustError | None:
+            return relay.refusal()
+
+        info = await retry_async(attempt, options.retry, what="GetServerInfo", refusal=refused)
         verify_server_info(info, target)
         new_receive, new_send = _caps(options, info)
         if (new_receive, new_send) != (receive, send):
             await channel.close(None)
             channel = _channel.async_channel(
-                target.endpoint, target.certificate, max_receive=new_receive, max_send=new_send
+                relay.target, target.endpoint, max_receive=new_receive, max_send=new_send
             )
     except BaseException:
-        await channel.close(None)
+        if channel is not None:
+            await channel.close(None)
+        await asyncio.to_thread(relay.close)
         raise
     log.info(
         "connected to %s instance=%s mode=%s in %.1f ms",
@@ -425,7 +513,7 @@ async def connect_async(
         info.deployment_mode.name,
         (time.monotonic() - started) * 1000,
     )
-    return AsyncConnection(target, bearer, options, info, channel)
+    return AsyncConnection(target, bearer, options, info, channel, relay)
 
 
 async def retry_async(
@@ -434,15 +522,17 @@ async def retry_async(
     *,
     what: str,
     ready: Callable[[float | None], Awaitable[bool]] | None = None,
+    refusal: Callable[[], Awaitable[TrustError | None]] | None = None,
 ) -> T:
     """The async twin of :func:`retry_sync`."""
     delays = policy.delays()
     first_failure: float | None = None
+    refusal = refusal or getattr(ready, "refusal", None)
     while True:
         try:
             return await attempt()
         except grpc.RpcError as exc:
-            error = from_rpc_error(exc)
+            error = refusal_or(from_rpc_error(exc), await refusal() if refusal else None)
             if first_failure is None:
                 first_failure = time.monotonic()
             delay = _next_delay(error, delays, policy, first_failure)
@@ -464,10 +554,28 @@ async def call_mutation_async(
     idempotency_key: str | None = None,
 ) -> T:
     """The async twin of :func:`call_mutation_sync`."""
+    refused_before = session.trust_refusal()
     try:
         return await method(request, timeout=timeout, metadata=session.metadata())
     except grpc.RpcError as exc:
-        raise from_rpc_error(exc, mutation=True, idempotency_key=idempotency_key) from None
+        raise _mutation_error(exc, session, refused_before, idempotency_key) from None
+
+
+def _mutation_error(
+    exc: grpc.RpcError,
+    session: Session,
+    refused_before: TrustError | None,
+    idempotency_key: str | None,
+) -> ColossusError:
+    """A mutation's error; the relay's refusal only when it already stood at the start.
+
+    A refusal recorded during the call may follow a verified connection that carried the
+    request before it broke, so then the outcome stays unknown.
+    """
+    error = from_rpc_error(exc, mutation=True, idempotency_key=idempotency_key)
+    if refused_before is not None and session.trust_refusal() is refused_before:
+        return refusal_or(from_rpc_error(exc), refused_before)
+    return error
 
 
 class _SyncSource(Protocol):
@@ -478,18 +586,40 @@ class _AsyncSource(Protocol):
     async def connection(self) -> AsyncConnection: ...
 
 
+class _ReadySync:
+    """A ``ready`` callback for :func:`retry_sync` that also names the relay's refusal."""
+
+    def __init__(self, backend: _SyncSource) -> None:
+        self._backend = backend
+
+    def __call__(self, timeout: float | None) -> bool:
+        return self._backend.connection().wait_ready(timeout)
+
+    def refusal(self) -> TrustError | None:
+        return self._backend.connection().trust_refusal()
+
+
+class _ReadyAsync:
+    """The asyncio twin of :class:`_ReadySync`."""
+
+    def __init__(self, backend: _AsyncSource) -> None:
+        self._backend = backend
+
+    async def __call__(self, timeout: float | None) -> bool:
+        return await (await self._backend.connection()).wait_ready(timeout)
+
+    async def refusal(self) -> TrustError | None:
+        return (await self._backend.connection()).trust_refusal()
+
+
 def ready_sync(backend: _SyncSource) -> Callable[[float | None], bool]:
     """A ``ready`` callback for :func:`retry_sync` over the backend's current channel."""
-    return lambda timeout: backend.connection().wait_ready(timeout)
+    return _ReadySync(backend)
 
 
 def ready_async(backend: _AsyncSource) -> Callable[[float | None], Awaitable[bool]]:
     """A ``ready`` callback for :func:`retry_async` over the backend's current channel."""
-
-    async def ready(timeout: float | None) -> bool:
-        return await (await backend.connection()).wait_ready(timeout)
-
-    return ready
+    return _ReadyAsync(backend)
 
 
 def wrap_unexpected(exc: BaseException) -> ColossusError:
