@@ -1,8 +1,9 @@
-"""Prints how long ``import colossus`` takes in fresh interpreters (median and spread).
+"""Prints how long ``import colossus_agent_client`` takes in fresh interpreters (median
+and spread).
 
 Each round starts a new Python process, so nothing is cached in ``sys.modules``; the
 interpreter's own start-up is not counted (the clock starts just before the import).
-With ``--compare SRC`` the rounds alternate between the installed/current ``colossus`` and
+With ``--compare SRC`` the rounds alternate between the installed/current package and
 the one under ``SRC`` (for example an older checkout's ``sdk/python/src``), and the ratio of
 the medians is printed too.
 
@@ -18,7 +19,7 @@ import subprocess
 import sys
 
 _PROBE = (
-    "import time; t = time.perf_counter(); import colossus; "
+    "import time; t = time.perf_counter(); import colossus_agent_client; "
     "print(time.perf_counter() - t); "
     "import sys; print(int('keyring' in sys.modules), int('cryptography' in sys.modules))"
 )
@@ -47,7 +48,7 @@ def _summary(label: str, seconds: list[float], loaded: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--compare", help="another colossus source folder to alternate with")
+    parser.add_argument("--compare", help="another SDK source folder to alternate with")
     args = parser.parse_args()
     current: list[float] = []
     other: list[float] = []
@@ -58,9 +59,9 @@ def main() -> None:
         if args.compare:
             seconds, loaded_other = _once(args.compare)
             other.append(seconds)
-    print(_summary("import colossus", current, loaded_current))
+    print(_summary("import colossus_agent_client", current, loaded_current))
     if args.compare:
-        print(_summary(f"import colossus from {args.compare}", other, loaded_other))
+        print(_summary(f"import colossus_agent_client from {args.compare}", other, loaded_other))
         ratio = statistics.median(current) / statistics.median(other)
         print(f"ratio current/compared: {ratio:.2f}")
 
