@@ -209,11 +209,13 @@ class Watch:
                 iterator.close()  # type: ignore[attr-defined]
 
     def _start_get_run(self, conn: SyncConnection) -> Any:
-        """Sends the closing ``GetRun`` now, once the terminal event arrived.
+        """Sends the closing ``GetRun`` now, once the terminal event was delivered.
 
         A terminal run never changes again, so this answer is the one a ``GetRun`` sent
-        after the stream's close would get; sending it early overlaps its round trip with
-        the end of the stream. ``None`` when it cannot be sent (the ordinary call then runs).
+        after the stream's close would get; sending it as soon as the caller asks for more
+        overlaps its round trip with the end of the stream (a caller that stops at the
+        terminal event sends none). ``None`` when it cannot be sent (the ordinary call
+        then runs).
         """
         try:
             return conn.runs.GetRun.future(
@@ -294,9 +296,9 @@ class Watch:
                             run_id, sequence, data, terminal=terminal, size=len(data)
                         )
                         if verdict is DELIVER:
+                            yield run_event(event, kind, run_id, sequence)
                             if terminal:
                                 closing_get_run = self._start_get_run(conn)
-                            yield run_event(event, kind, run_id, sequence)
                 except DecodeError:
                     raise _undecodable() from None
                 except grpc.RpcError as exc:
@@ -471,9 +473,9 @@ class AsyncWatch:
                             run_id, sequence, data, terminal=terminal, size=len(data)
                         )
                         if verdict is DELIVER:
+                            yield run_event(event, kind, run_id, sequence)
                             if terminal:
                                 closing_get_run = self._start_get_run(conn)
-                            yield run_event(event, kind, run_id, sequence)
                 except DecodeError:
                     raise _undecodable() from None
                 except grpc.RpcError as exc:
