@@ -65,7 +65,7 @@ def _new_core(run_id: str, after_sequence: int, policy: RetryPolicy) -> WatchCor
 
 @dataclass(frozen=True, slots=True)
 class ReconnectInfo:
-    """Passed to ``on_reconnect`` before each reconnect."""
+    """What ``on_reconnect`` receives before the watch opens its stream again."""
 
     run_id: str
     attempt: int
@@ -140,12 +140,27 @@ class _IdleWatchdog:
 
 
 class Watch:
-    """A run's events, in order, each exactly once (S1). Iterate it; close it when done.
+    """A run's events, each delivered once and in sequence order; iterate it.
 
-    Use as a context manager, or call :meth:`close`. ``last_sequence`` is the cursor of
-    the last delivered event: another process can resume with
+    Created by ``client.runs.watch(...)``. Iterating yields :class:`RunEvent` objects
+    until the run's terminal event, reconnecting after transient failures from the last
+    delivered event, and ends only once the worker confirms the run ended there. Use it
+    as a context manager or call :meth:`close`. ``last_sequence`` is the cursor of the
+    last delivered event: another process can resume with
     ``runs.watch(run_id, after_sequence=watch.last_sequence)``. Closing a watch never
     cancels the run.
+
+    Raises (while iterating):
+        WatchGapError: the worker skipped a sequence, so events were lost.
+        ProtocolViolationError: the worker broke the stream's rules: a replay with other
+            content, an event of another run or after the terminal event, a message that
+            does not decode, or a close its ``GetRun`` answer contradicts.
+        WatchIdleTimeoutError: no event arrived within ``idle_timeout``.
+        TransportError: the worker stayed unreachable beyond the retry policy.
+        TrustError: a reconnect met a worker that failed the connection's trust checks.
+        ApiError: the worker refused the watch or the closing ``GetRun`` (for example
+            ``NotFoundError``, ``PermissionDeniedError``); such a refusal is never retried.
+        ClientClosedError: the client was closed.
     """
 
     def __init__(
@@ -169,6 +184,7 @@ class Watch:
 
     @property
     def run_id(self) -> str:
+        """The watched run."""
         return self._core.run_id
 
     @property
@@ -177,14 +193,17 @@ class Watch:
         return self._core.last_sequence
 
     def __iter__(self) -> Iterator[RunEvent]:
+        """The events; iterating the watch more than once continues the same stream."""
         if self._iterator is None:
             self._iterator = self._events()
         return self._iterator
 
     def __next__(self) -> RunEvent:
+        """The next event; raises ``StopIteration`` after the terminal one (see the class)."""
         return next(iter(self))
 
     def __enter__(self) -> Watch:
+        """Returns the watch itself; leaving the block closes it."""
         return self
 
     def __exit__(
@@ -193,10 +212,12 @@ class Watch:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Closes the watch (the run keeps going)."""
         self.close()
 
     def close(self) -> None:
-        """Stops the stream. The run keeps going."""
+        """Stops the stream; the run keeps going. Safe to call more than once, and from
+        another thread while the watch is being iterated (the iteration then ends)."""
         self._closed = True
         call = self._call
         if call is not None:
@@ -331,7 +352,24 @@ class Watch:
 
 
 class AsyncWatch:
-    """The async twin of :class:`Watch`: ``async for event in watch``."""
+    """The asyncio twin of :class:`Watch`: ``async for event in watch``.
+
+    Created by ``client.runs.watch(...)`` on an :class:`AsyncClient`; the same delivery
+    rules, reconnects and errors as :class:`Watch`. Use it as an async context manager
+    or await :meth:`close`.
+
+    Raises (while iterating):
+        WatchGapError: the worker skipped a sequence, so events were lost.
+        ProtocolViolationError: the worker broke the stream's rules: a replay with other
+            content, an event of another run or after the terminal event, a message that
+            does not decode, or a close its ``GetRun`` answer contradicts.
+        WatchIdleTimeoutError: no event arrived within ``idle_timeout``.
+        TransportError: the worker stayed unreachable beyond the retry policy.
+        TrustError: a reconnect met a worker that failed the connection's trust checks.
+        ApiError: the worker refused the watch or the closing ``GetRun`` (for example
+            ``NotFoundError``, ``PermissionDeniedError``); such a refusal is never retried.
+        ClientClosedError: the client was closed.
+    """
 
     def __init__(
         self,
@@ -354,6 +392,7 @@ class AsyncWatch:
 
     @property
     def run_id(self) -> str:
+        """The watched run."""
         return self._core.run_id
 
     @property
@@ -362,14 +401,17 @@ class AsyncWatch:
         return self._core.last_sequence
 
     def __aiter__(self) -> AsyncIterator[RunEvent]:
+        """The events; iterating the watch more than once continues the same stream."""
         if self._iterator is None:
             self._iterator = self._events()
         return self._iterator
 
     async def __anext__(self) -> RunEvent:
+        """The next event; raises ``StopAsyncIteration`` after the terminal one."""
         return await self.__aiter__().__anext__()
 
     async def __aenter__(self) -> AsyncWatch:
+        """Returns the watch itself; leaving the block closes it."""
         return self
 
     async def __aexit__(
@@ -378,10 +420,11 @@ class AsyncWatch:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Closes the watch (the run keeps going)."""
         await self.close()
 
     async def close(self) -> None:
-        """Stops the stream. The run keeps going."""
+        """Stops the stream; the run keeps going. Safe to call more than once."""
         self._closed = True
         call = self._call
         if call is not None:
