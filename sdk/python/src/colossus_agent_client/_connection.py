@@ -21,6 +21,7 @@ A call that fails because the relay refused a later connection raises that refus
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -131,10 +132,6 @@ class Session:
     def trust_refusal(self) -> TrustError | None:
         """Why the relay refused the worker's latest connection; None while it passes."""
         return self.relay.refusal() if self.relay is not None else None
-
-    def map_rpc_error(self, exc: grpc.RpcError, **kwargs: Any) -> ColossusError:
-        """``from_rpc_error``, except that an unreachable worker the relay refused is that refusal."""
-        return refusal_or(from_rpc_error(exc, **kwargs), self.trust_refusal())
 
     def trace(self) -> tuple[str, str | None] | None:
         provider = self.options.trace_context
@@ -453,10 +450,8 @@ async def wait_ready_async(
         left = _POLL_SECONDS if deadline is None else deadline - time.monotonic()
         if left <= 0:
             return False
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(channel.wait_for_state_change(state), min(left, _POLL_SECONDS))
-        except asyncio.TimeoutError:
-            pass
         state = channel.get_state(try_to_connect=True)
     return True
 
@@ -467,7 +462,11 @@ async def connect_async(
     started = time.monotonic()
     receive, send = _caps(options, None)
     relay = await asyncio.to_thread(
-        TrustRelay, target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
+        TrustRelay,
+        target.endpoint,
+        target.expected_pin,
+        target.certificate,
+        options.connect_timeout,
     )
     channel: grpc.aio.Channel | None = None
     try:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from conftest import daemon_options
 
 import colossus_agent_client as colossus
 from colossus_agent_client import PinMismatchError, TlsPolicyError
 from colossus_agent_client.api.v1alpha1 import run_service_pb2_grpc
+from conftest import daemon_options
 from fake_worker import BEARER, FakeWorker, Leaf, make_leaf, make_run, output_event
 
 
@@ -102,7 +102,9 @@ def wrong(tmp_path: Path) -> Iterator[list[WrongListener]]:
         listener.close()
 
 
-def _take_over(fake: FakeWorker, tmp: Path, kind: str, started: list[WrongListener]) -> WrongListener:
+def _take_over(
+    fake: FakeWorker, tmp: Path, kind: str, started: list[WrongListener]
+) -> WrongListener:
     fake.stop()
     listener = WrongListener(tmp, fake.port, fake.leaf, kind)
     started.append(listener)
@@ -124,7 +126,11 @@ def _watch_script(fake: FakeWorker) -> str:
     run = make_run("run_held")
     fake.b.runs[run.run_id] = run
     fake.b.watch_scripts.append(
-        [("event", output_event(run.run_id, 1, "one")), ("event", output_event(run.run_id, 2, "two")), ("stall", 30.0)]
+        [
+            ("event", output_event(run.run_id, 1, "one")),
+            ("event", output_event(run.run_id, 2, "two")),
+            ("stall", 30.0),
+        ]
     )
     return run.run_id
 

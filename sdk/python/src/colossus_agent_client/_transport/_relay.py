@@ -44,7 +44,12 @@ _CHUNK: Final = 256 * 1024
 _MAX_SOCKET_PATH: Final = 100
 _READ: Final = selectors.EVENT_READ
 _WRITE: Final = selectors.EVENT_WRITE
-_WOULD_BLOCK: Final = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+_WOULD_BLOCK: Final = (
+    BlockingIOError,
+    InterruptedError,
+    ssl.SSLWantReadError,
+    ssl.SSLWantWriteError,
+)
 
 
 def _private_folder() -> str:
@@ -105,7 +110,9 @@ class TrustRelay:
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, _READ)
         self._selector.register(self._wake_reader, _READ)
-        self._thread = threading.Thread(target=self._serve, name="colossus-trust-relay", daemon=True)
+        self._thread = threading.Thread(
+            target=self._serve, name="colossus-trust-relay", daemon=True
+        )
         self._thread.start()
 
     @property
@@ -254,7 +261,9 @@ class TrustRelay:
                 if link.to_remote is not None:
                     with contextlib.suppress(*_WOULD_BLOCK):
                         sent = remote.send(link.to_remote)
-                        link.to_remote = link.to_remote[sent:] if sent < len(link.to_remote) else None
+                        link.to_remote = (
+                            link.to_remote[sent:] if sent < len(link.to_remote) else None
+                        )
                         moved = True
                 if link.to_local is None:
                     with contextlib.suppress(*_WOULD_BLOCK):
@@ -271,8 +280,16 @@ class TrustRelay:
         except (EOFError, OSError, ssl.SSLError):
             self._unlink(link)
             return
-        self._arm(link, local, (_WRITE if link.to_local is not None else 0) | (_READ if link.to_remote is None else 0))
-        self._arm(link, remote, (_WRITE if link.to_remote is not None else 0) | (_READ if link.to_local is None else 0))
+        self._arm(
+            link,
+            local,
+            (_WRITE if link.to_local is not None else 0) | (_READ if link.to_remote is None else 0),
+        )
+        self._arm(
+            link,
+            remote,
+            (_WRITE if link.to_remote is not None else 0) | (_READ if link.to_local is None else 0),
+        )
 
     def _arm(self, link: _Link, sock: socket.socket, mask: int) -> None:
         fd = sock.fileno()

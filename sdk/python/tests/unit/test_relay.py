@@ -1,0 +1,217 @@
+"""The trust relay on its own: verdicts, forwarding, its private socket, and no leaks."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+import stat
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import colossus_agent_client as colossus
+from colossus_agent_client import PinMismatchError, TlsPolicyError
+from colossus_agent_client._transport._certificate import parse_leaf_certificate
+from colossus_agent_client._transport._descriptor import Endpoint
+from colossus_agent_client._transport._relay import TrustRelay
+from conftest import daemon_options
+from fake_worker import FakeWorker, Leaf, make_leaf, make_run, output_event
+
+
+class EchoTlsServer:
+    """Echoes every byte back over TLS (1.3 unless told otherwise); counts what it got."""
+
+    def __init__(self, tmp: Path, leaf: Leaf, *, version: ssl.TLSVersion, chain: bytes) -> None:
+        cert, key = tmp / f"echo-{id(self)}.pem", tmp / f"echo-key-{id(self)}.pem"
+        cert.write_bytes(chain)
+        key.write_bytes(leaf.key_pem)
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        self.ctx.maximum_version = version
+        self.ctx.set_alpn_protocols(["h2"])
+        self.ctx.load_cert_chain(cert, key)
+        self.received = 0
+        self.connections = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.endpoint = Endpoint("127.0.0.1", self.sock.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            with self.ctx.wrap_socket(conn, server_side=True) as tls:
+                while chunk := tls.recv(65536):
+                    self.received += len(chunk)
+                    tls.sendall(chunk)
+        except (OSError, ssl.SSLError):
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def echo(tmp_path: Path, leaf: Leaf) -> Iterator[dict[str, EchoTlsServer]]:
+    servers = {
+        "genuine": EchoTlsServer(
+            tmp_path, leaf, version=ssl.TLSVersion.TLSv1_3, chain=leaf.cert_pem
+        ),
+        "tls12": EchoTlsServer(tmp_path, leaf, version=ssl.TLSVersion.TLSv1_2, chain=leaf.cert_pem),
+        "chain": EchoTlsServer(
+            tmp_path,
+            leaf,
+            version=ssl.TLSVersion.TLSv1_3,
+            chain=leaf.cert_pem + make_leaf(ca=True).cert_pem,
+        ),
+    }
+    foreign = make_leaf()
+    servers["foreign"] = EchoTlsServer(
+        tmp_path, foreign, version=ssl.TLSVersion.TLSv1_3, chain=foreign.cert_pem
+    )
+    yield servers
+    for server in servers.values():
+        server.close()
+
+
+def _relay(server: EchoTlsServer, leaf: Leaf) -> TrustRelay:
+    return TrustRelay(server.endpoint, leaf.sha256, parse_leaf_certificate(leaf.cert_pem), 5.0)
+
+
+def _through(relay: TrustRelay, payload: bytes) -> bytes:
+    """Sends ``payload`` through the relay's socket; what came back before it closed."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as local:
+        local.settimeout(10)
+        local.connect(relay.path)
+
+        def send() -> None:
+            with contextlib.suppress(OSError):  # a refusal closes the socket mid-send
+                local.sendall(payload)
+
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        back = bytearray()
+        while len(back) < len(payload):
+            try:
+                chunk = local.recv(1 << 20)
+            except ConnectionResetError:  # closed with our bytes unread: a refusal
+                break
+            if not chunk:
+                break
+            back += chunk
+        sender.join(10)
+        return bytes(back)
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [("tls12", TlsPolicyError), ("foreign", PinMismatchError), ("chain", TlsPolicyError)],
+)
+def test_a_refused_connection_is_closed_unread_and_its_error_recorded(
+    echo: dict[str, EchoTlsServer], leaf: Leaf, kind: str, error: type[Exception]
+) -> None:
+    relay = _relay(echo[kind], leaf)
+    try:
+        assert relay.refusal() is None
+        assert _through(relay, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"x" * 1000) == b""
+        assert isinstance(relay.refusal(), error)
+        assert echo[kind].received == 0
+    finally:
+        relay.close()
+
+
+def test_preflight_raises_the_refusal_a_reconnect_records(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    relay = _relay(echo["foreign"], leaf)
+    try:
+        with pytest.raises(PinMismatchError):
+            relay.preflight()
+        assert isinstance(relay.refusal(), PinMismatchError)
+    finally:
+        relay.close()
+
+
+def test_bytes_pass_intact_both_ways_after_the_checks(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    relay = _relay(echo["genuine"], leaf)
+    try:
+        relay.preflight()
+        payload = os.urandom(3 * 1024 * 1024 + 17)
+        assert _through(relay, payload) == payload
+        # The pre-flight's connection carried it: one handshake, not two.
+        assert echo["genuine"].connections == 1
+        assert relay.refusal() is None
+        # A second local connection gets a newly verified connection of its own.
+        assert _through(relay, b"again") == b"again"
+        assert echo["genuine"].connections == 2
+    finally:
+        relay.close()
+
+
+def test_a_connection_that_passes_clears_an_earlier_refusal(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    relay = _relay(echo["genuine"], leaf)
+    try:
+        relay._refusal = PinMismatchError("an earlier listener")
+        assert _through(relay, b"ping") == b"ping"
+        assert relay.refusal() is None
+    finally:
+        relay.close()
+
+
+def test_the_socket_folder_is_private_and_removed_on_close(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    relay = _relay(echo["genuine"], leaf)
+    folder = Path(relay.path).parent
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_ISSOCK(Path(relay.path).stat().st_mode)
+    assert relay.target == "unix:" + relay.path
+    relay.close()
+    assert not folder.exists()
+    relay.close()  # idempotent
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+def test_many_calls_and_closed_watches_leak_no_relay_connection(
+    fake: FakeWorker, api_dir: Path
+) -> None:
+    run = make_run("run_many")
+    fake.b.runs[run.run_id] = run
+    fake.b.events[run.run_id] = [output_event(run.run_id, 1), output_event(run.run_id, 2)]
+    before = _open_fds()
+    with colossus.Client.connect(daemon_options(fake, api_dir)) as client:
+        relay = client._backend.connection().relay  # type: ignore[attr-defined]
+        assert relay is not None
+        for _ in range(200):
+            client.runs.get(run.run_id)
+        for _ in range(20):
+            watch = client.runs.watch(run.run_id)
+            assert next(iter(watch)).sequence == 1
+            watch.close()
+        # grpcio multiplexes every call on one connection; the relay holds exactly that one.
+        assert len(relay._links) == 1
+        folder = Path(relay.path).parent
+    assert not folder.exists()
+    assert not relay._thread.is_alive()
+    assert _open_fds() <= before + 2  # grpcio may keep a poller descriptor per process
