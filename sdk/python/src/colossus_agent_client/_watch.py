@@ -68,6 +68,7 @@ class ReconnectInfo:
     """What ``on_reconnect`` receives before the watch opens its stream again."""
 
     run_id: str
+    """The watched run."""
     attempt: int
     """1 for the first reconnect since the last delivered event."""
     delay: float
