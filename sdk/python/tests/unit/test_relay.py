@@ -215,3 +215,20 @@ def test_many_calls_and_closed_watches_leak_no_relay_connection(
     assert not folder.exists()
     assert not relay._thread.is_alive()
     assert _open_fds() <= before + 2  # grpcio may keep a poller descriptor per process
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_closing_its_copy_leaves_the_parents_relay_working(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    relay = _relay(echo["genuine"], leaf)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: close the inherited copy, then leave at once
+            relay.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert Path(relay.path).exists()
+        assert _through(relay, b"still here") == b"still here"
+    finally:
+        relay.close()

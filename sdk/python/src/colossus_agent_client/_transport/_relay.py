@@ -30,6 +30,7 @@ import socket
 import ssl
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -50,6 +51,12 @@ _WOULD_BLOCK: Final = (
     ssl.SSLWantReadError,
     ssl.SSLWantWriteError,
 )
+
+
+def _remove_folder(folder: str, owner_pid: int) -> None:
+    # A forked child shares the folder's name, not the relay: only its creator removes it.
+    if os.getpid() == owner_pid:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _private_folder() -> str:
@@ -94,6 +101,8 @@ class TrustRelay:
         self._pending: set[socket.socket] = set()
         self._closed = False
         self._folder = _private_folder()
+        # Also removed at interpreter exit when a client is never closed.
+        self._remove_folder = weakref.finalize(self, _remove_folder, self._folder, os.getpid())
         self.path = os.path.join(self._folder, "relay.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -105,7 +114,7 @@ class TrustRelay:
             self._wake_writer.setblocking(False)
         except BaseException:
             self._listener.close()
-            shutil.rmtree(self._folder, ignore_errors=True)
+            self._remove_folder()
             raise
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, _READ)
@@ -148,7 +157,7 @@ class TrustRelay:
         self._wake()
         if self._thread is not threading.current_thread():
             self._thread.join(5.0)
-        shutil.rmtree(self._folder, ignore_errors=True)
+        self._remove_folder()
 
     # -- verification (calling thread or a handshake thread) ----------------------------
 
