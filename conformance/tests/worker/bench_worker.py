@@ -20,6 +20,8 @@ This is not a test: nothing here asserts a threshold.
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import os
 import statistics
 import struct
@@ -132,12 +134,69 @@ def _polled_production(worker: Worker, c: Client, rounds: int) -> None:
           "per poll")
 
 
+def _switched_polling(c: Client, poller: Client, key: str, polled: bool,
+                      window: float) -> list[float]:
+    """One production with polling switched on and off every ``window`` seconds.
+
+    Returns, per pair of neighbouring whole windows, the polled window's time per
+    event over the unpolled one's, both from the worker's event timestamps.
+    """
+    run_id = c.create(key, script("repeat 4093 say .")).run.run_id
+    starts: list[tuple[int, bool]] = []  # (worker-clock microseconds, polled)
+    done = threading.Event()
+
+    def drive(polled: bool) -> None:
+        while not done.is_set():
+            starts.append((time.time_ns() // 1000, polled))
+            end = time.monotonic() + window
+            while time.monotonic() < end and not done.is_set():
+                if polled:
+                    poller.get(run_id)
+                done.wait(0.01)
+            polled = not polled
+
+    thread = threading.Thread(target=drive, args=(polled,))
+    thread.start()
+    times = [e.event_time.ToMicroseconds() for e in c.watch(run_id, timeout=300)]
+    done.set()
+    thread.join()
+    # Whole windows only: the first may start before the run did, the last ends with it.
+    per_event: list[tuple[bool, float]] = []
+    for (begin, polled_window), (end, _) in itertools.pairwise(starts):
+        first, last = bisect.bisect_left(times, begin), bisect.bisect_left(times, end)
+        if first > 0 and last < len(times) and last - first > 1:
+            per_event.append((polled_window, (times[last - 1] - times[first]) / (last - 1 - first)))
+    return [a / b if a_polled else b / a
+            for (a_polled, a), (b_polled, b) in zip(per_event[::2], per_event[1::2], strict=False)
+            if a_polled != b_polled]
+
+
+def _windowed_production(worker: Worker, c: Client, productions: int,
+                         window: float = 0.5) -> None:
+    """The polled/unpolled ratio measured inside single productions.
+
+    Polling is switched on and off every ``window`` seconds while a 4,095-event run
+    is produced, and each pair of neighbouring windows is compared by the time per
+    event the worker recorded in them (its own event timestamps). Drift slower than
+    a window (another process's burst of disk writes on this shared machine, say)
+    then hits both sides of a pair alike, where whole productions a minute apart
+    can differ by a factor of two.
+    """
+    poller = worker.client("bench1")
+    ratios: list[float] = []
+    for n in range(productions):
+        ratios += _switched_polling(c, poller, f"windowed-{n}", n % 2 == 0, window)
+    _spread(f"  the same inside {productions} productions, polling switched every {window} s "
+            "(time per event, neighbouring windows, worker's clock)", ratios, "<= 1.1")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--creates", type=int, default=300)
     parser.add_argument("--replays", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--productions", type=int, default=6)
+    parser.add_argument("--windowed", type=int, default=2)
     args = parser.parse_args()
     # What else the machine was doing: every figure is only as quiet as this.
     print("load average at start (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
@@ -222,6 +281,7 @@ def main() -> None:
                 bare.wait(timeout=30)
 
             _polled_production(worker, c, args.productions)
+            _windowed_production(worker, c, args.windowed)
 
             assert worker.proc is not None
             before = _rss_kib(worker.proc.pid)
