@@ -30,6 +30,7 @@ export const API_PACKAGE = "colossus.api.v1alpha1";
 export const API_MAJOR = 1;
 const REQUEST_HEADROOM = 64 * 1024;
 
+
 /** A worker the caller decided to trust: where it is and what it must prove. */
 export interface Target {
   readonly endpoint: Endpoint;
@@ -102,8 +103,9 @@ export class Connection {
     // through it: whatever connect reports (UNAVAILABLE, INTERNAL...) is that refusal.
     const trust = this.channel.lastTrustFailure();
     if (trust !== null && mapped.code !== null) return trust;
-    if (mapped.code === "CANCELLED" && mapped.reason === null && mapped instanceof TransportError && !(mapped instanceof OutcomeUnknownError) && this.channel.connectionLost()) {
-      // Neither the caller nor the SDK cancelled: the connection under the call went away.
+    if (mapped.code === "CANCELLED" && mapped.reason === null && !(mapped instanceof OutcomeUnknownError) && this.channel.connectionLost()) {
+      // Neither the caller nor the SDK cancelled: the connection under the call went away
+      // (Node closes its open streams with CANCEL), so the read got no answer at all.
       return new TransportError(`the connection to the worker was lost (${mapped.message})`, { code: "UNAVAILABLE", cause: error });
     }
     return mapped;

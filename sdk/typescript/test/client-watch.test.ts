@@ -80,6 +80,19 @@ describe("runs.watch against a scripted worker", () => {
     assert.deepEqual(worker.watchCursors, [0, 2]);
   });
 
+  it("reconnects when the connection dies under the stream (a killed worker), not only after UNAVAILABLE", async () => {
+    const { client, worker } = await connect({
+      watches: [{ events: [say(RUN, 1, "a")], end: "drop" }, { events: [say(RUN, 2, "b"), done(RUN, 3)] }],
+      run: () => ({ runId: RUN, status: RunStatus.SUCCEEDED, lastSequence: 3n }),
+    });
+    const causes: (string | null)[] = [];
+    const { events, error } = await collect(client.runs.watch(RUN, { onReconnect: (i) => causes.push(i.cause?.code ?? null) }));
+    assert.equal(error, null);
+    assert.deepEqual(seqs(events), [1, 2, 3]);
+    assert.deepEqual(causes, ["UNAVAILABLE"], "Node closes the stream with CANCEL; the SDK reports the lost connection");
+    assert.deepEqual(worker.watchCursors, [0, 1]);
+  });
+
   it("fails on an altered replay", async () => {
     const { client } = await connect({ watches: [{ events: [say(RUN, 1, "a"), say(RUN, 1, "CHANGED")], end: "hang" }] });
     const { events, error } = await collect(client.runs.watch(RUN));

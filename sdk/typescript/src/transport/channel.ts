@@ -28,7 +28,7 @@ export class Channel {
   private bearer: Bearer | null = null;
   private trustFailure: TrustError | null = null;
   private connectionError: Error | null = null;
-  private socket: { readonly destroyed: boolean } | null = null;
+  private socket: { readonly destroyed: boolean; readonly readableEnded: boolean } | null = null;
   private closed = false;
   private readonly manager: Http2SessionManager;
   private readonly authorize: Interceptor;
@@ -106,7 +106,8 @@ export class Channel {
    * cancellation anyone asked for.
    */
   connectionLost(): boolean {
-    return this.socket?.destroyed === true;
+    const socket = this.socket;
+    return socket !== null && (socket.destroyed || socket.readableEnded);
   }
 
   /** The trust failure of the newest connection attempt, if it failed one. */

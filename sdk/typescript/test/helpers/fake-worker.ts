@@ -34,7 +34,8 @@ export const done = (runId: string, sequence: number): RunEvent =>
 /** One scripted WatchRun call: events to send, then how the stream ends. */
 export interface WatchScript {
   readonly events: readonly RunEvent[];
-  readonly end?: "ok" | Code | "hang";
+  /** `"drop"`: the worker's connections die under the stream (as when it is killed). */
+  readonly end?: "ok" | Code | "hang" | "drop";
 }
 
 export interface FakeBehaviour {
@@ -105,6 +106,10 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
               resolve();
             });
           });
+          return;
+        }
+        if (script.end === "drop") {
+          for (const session of sessions) session.destroy();
           return;
         }
         if (script.end !== undefined && script.end !== "ok") throw new ConnectError("scripted failure", script.end);
