@@ -7,16 +7,19 @@
    does per event, not a transport setting. Both sides read every event and are timed
    until the terminal event is in the caller's hands; ``watch_complete_ratio`` also counts
    the ``GetRun`` reconciliation that S1 requires before the SDK's loop ends (the raw stub
-   does none). One untimed warm-up round each, then rounds that alternate which side goes
-   first; ``watch_ratio`` is the median of the per-round ratios. For context,
-   ``watch_ratio_vs_default_stub`` compares with a stub on a default-options channel.
-2. Connect time: ``Client.connect`` and ``AsyncClient.connect`` (discovery files -> TLS 1.3
-   pre-flight alongside the channel's own connect -> verified GetServerInfo) against a raw
-   channel plus one GetServerInfo, in alternating rounds (see ``connect_rounds.py``).
+   does none). The SDK's bytes pass through its trust relay; the raw stub talks TLS to
+   the worker directly, so the ratios include what the relay costs. One untimed warm-up
+   round each, then rounds that alternate which side goes first; every ratio is printed
+   as the median of the per-round ratios with their min-max spread (never a best-of).
+   For context, ``watch_ratio_vs_default_stub`` compares with a default-options stub.
+2. Connect time: ``Client.connect`` and ``AsyncClient.connect`` (discovery files -> the
+   trust relay's checked TLS 1.3 connection -> channel through the relay -> verified
+   GetServerInfo) against a raw TLS channel plus one GetServerInfo, in alternating rounds
+   (see ``connect_rounds.py``).
 3. RSS growth of the client process over one 100,000-event watch, served by the test
    fake worker in a separate process (the reference worker caps a run at 4,099 events).
 
-Usage: python benchmarks/bench.py [--rounds N] [--json PATH]
+Usage: python benchmarks/bench.py [--rounds N] [--events N] [--json PATH]
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 The raw side is what any grpcio program does at the least: read the endpoint and the
 certificate, open a secure channel trusting that certificate, and make one
 ``GetServerInfo`` call (waiting for the channel to be ready). The SDK side runs its whole
-connect: discovery checks, the TLS 1.3 pre-flight, the channel and the verified
-``GetServerInfo``. Each side is timed until it holds a usable connection; closing it
-happens outside the timed part on both sides.
+connect: discovery checks, the trust relay's checked TLS 1.3 connection, the channel
+through the relay and the verified ``GetServerInfo``. Each side is timed until it holds a
+usable connection; closing it happens outside the timed part on both sides.
 
 The four measurements (sync SDK, sync raw, async SDK, async raw) run in one round each,
 in an order that flips every round, so drift on a shared machine reaches every side; each
