@@ -16,6 +16,7 @@ Every figure comes from real worker subprocesses over TLS, measured in one run:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -280,6 +281,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     args = parser.parse_args()
     quick = args.quick
+    load_at_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="cbench-") as tmp:
         root = Path(tmp)
         ap = bench_appends(root, big_events=400 if quick else 4000,
@@ -295,6 +297,9 @@ def main() -> int:
     cancel_ratio = ap["cancel_big_ms"] / ap["cancel_small_ms"]
     list_ratio = ls["list_noise_ms"] / ls["list_none_ms"]
     print("== bench_durability" + (" (quick sizes)" if quick else ""))
+    # What else the machine was doing: every figure is only as quiet as this.
+    print("load average (1, 5, 15 min) at start: " + ", ".join(f"{v:.2f}" for v in load_at_start)
+          + "; at end: " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     print(f"respond (append) at event {ap['respond_big_at']}: {ap['respond_big_ms']:.2f} ms, "
           f"at event {ap['respond_small_at']}: {ap['respond_small_ms']:.2f} ms "
           f"-> ratio {respond_ratio:.2f} (target <= 1.2)")
