@@ -246,3 +246,25 @@ def test_a_damaged_head_found_at_start_up_is_logged_after_serving_begins(make_wo
     while message not in worker.log_path.read_text():
         assert time.monotonic() < deadline, "the damaged head was never logged"
         time.sleep(0.05)
+
+
+def test_commit_callbacks_run_only_after_a_commit_and_never_fail_it(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.sqlite3", b"k" * 32)
+    called: list[int] = []
+
+    def failing() -> None:
+        raise RuntimeError("a cache's bookkeeping failed")
+
+    with journal.transaction():
+        first = journal.append("s", 1, "k", {"n": 1}, None)
+        journal.after_commit(failing)
+        journal.after_commit(lambda: called.append(1))
+    assert called == [1]  # the one after the failing callback still ran
+    assert journal.head("s") == first  # and the write stands
+    with pytest.raises(RuntimeError, match="abandoned"), journal.transaction():
+        journal.append("s", 2, "k", {"n": 2}, first)
+        journal.after_commit(lambda: called.append(2))
+        raise RuntimeError("abandoned")
+    assert called == [1]
+    assert journal.head("s") == first
+    journal.close()

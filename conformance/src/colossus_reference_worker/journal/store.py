@@ -284,11 +284,18 @@ class Journal:
             self._in_tx = False
         callbacks, self._on_commit = self._on_commit, []
         for callback in callbacks:
-            callback()
+            # The write is durable now; a reader's bookkeeping failing must not make it
+            # look failed (its caller would retry it). What the callback left undone is
+            # verified by the next read instead.
+            try:
+                callback()
+            except Exception:
+                log.exception("after a commit to %s", self._path)
 
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the current transaction has committed (never if it
-        rolls back), so readers only ever remember what is durably in the journal."""
+        rolls back), so readers only ever remember what is durably in the journal.
+        Callbacks keep caches only: one that raises is logged and skipped."""
         assert self._in_tx, "after_commit outside a transaction"
         self._on_commit.append(callback)
 
