@@ -90,7 +90,7 @@ def _pyenv_path() -> str:
 def python_sdk_tox(session: nox.Session) -> None:
     """Runs tox: a missing interpreter fails the session (tox.ini never skips one)."""
     session.install("-r", str(SDK / "requirements-tox.txt"))
-    work = Path(session.create_tmp()) / "tox"
+    work = Path(session.create_tmp()).resolve() / "tox"
     with session.chdir(SDK):
         session.run(
             "tox", "-p", "2", "-e", TOX_ENVS, "--workdir", str(work), *session.posargs,
