@@ -41,10 +41,32 @@ if MUTANT == "no-dedup-no-gap":
 elif MUTANT == "clean-close-is-completion":
     _watch_core.WatchCore.on_clean_close = trust_clean_close
 elif MUTANT == "no-tls-preflight":
-    # Drops the pinned TLS 1.3 pre-flight handshake; grpcio alone accepts TLS 1.2.
-    from colossus_agent_client import _connection
+    # The SDK's own handshake (pre-flight and trust relay) lets TLS 1.2 through: the
+    # context allows it and the session check no longer looks at the version.
+    import ssl
 
-    _connection.preflight = lambda *args, **kwargs: None
+    from colossus_agent_client._transport import _preflight
+
+    strict_context = _preflight._tls13_context.__wrapped__
+    strict_check = _preflight._check_session
+
+    def lenient_context(anchor):
+        context = strict_context(anchor)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        return context
+
+    class ReportsTls13:
+        def __init__(self, tls):
+            self._tls = tls
+
+        def version(self):
+            return "TLSv1.3"
+
+        def __getattr__(self, name):
+            return getattr(self._tls, name)
+
+    _preflight._tls13_context = lenient_context
+    _preflight._check_session = lambda tls, pin: strict_check(ReportsTls13(tls), pin)
 elif MUTANT == "no-server-info-check":
     from colossus_agent_client import _connection
 
