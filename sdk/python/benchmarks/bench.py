@@ -182,6 +182,7 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
     sdk_rates, raw_rates, default_rates = rates["sdk"], rates["raw"], rates["default"]
     delivery_ratios = [a / b for a, b in zip(sdk_rates, raw_rates, strict=True)]
     complete_ratios = [a / b for a, b in zip(sdk_complete_rates, raw_rates, strict=True)]
+    vs_default = [a / b for a, b in zip(sdk_rates, default_rates, strict=True)]
     return {
         "watch_events": events,
         "watch_sdk_events_per_s": round(statistics.median(sdk_rates)),
@@ -192,6 +193,8 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
         "watch_complete_ratio": round(_median_ratio(sdk_complete_rates, raw_rates), 3),
         "watch_default_stub_events_per_s": round(statistics.median(default_rates)),
         "watch_ratio_vs_default_stub": round(_median_ratio(sdk_rates, default_rates), 3),
+        "watch_ratio_vs_default_stub_min": round(min(vs_default), 3),
+        "watch_ratio_vs_default_stub_max": round(max(vs_default), 3),
         "watch_complete_ratio_min": round(min(complete_ratios), 3),
         "watch_complete_ratio_max": round(max(complete_ratios), 3),
         **connect,
