@@ -59,3 +59,19 @@ def test_sync_and_async_clients_have_the_same_shape() -> None:
                 assert list(inspect.signature(a).parameters) == list(
                     inspect.signature(b).parameters
                 ), n
+
+
+def test_the_installed_distribution_holds_one_top_level_package() -> None:
+    # A stale setuptools build/ folder once slipped the pre-rename `colossus` package into
+    # wheels built in place; this catches any such extra module in what is installed.
+    from importlib import metadata
+
+    try:
+        files = metadata.files("colossus-agent-client") or []
+    except metadata.PackageNotFoundError:
+        pytest.skip("colossus-agent-client is not installed (nox and tox install it)")
+    top_level = {f.parts[0] for f in files if not f.parts[0].endswith((".dist-info", ".pth"))}
+    assert top_level == {"colossus_agent_client"}
+    installed = {f.as_posix() for f in files}
+    assert "colossus_agent_client/py.typed" in installed
+    assert "colossus_agent_client/api/v1alpha1/runs_pb2.pyi" in installed
