@@ -1,9 +1,9 @@
-"""The channel connects while the pre-flight runs, yet a refused worker receives no request.
+"""A worker the connect checks refuse receives no request and no bearer, on any connection.
 
-``connect`` lets grpcio open its connection alongside the TLS 1.3 pre-flight. These tests
-pin down what that may and may not cost: against a worker the pre-flight refuses, the
-credential provider is never asked and no HTTP/2 request (HEADERS or DATA frame) reaches
-the worker on any connection, even when grpcio's own TLS 1.2 handshake completed.
+Against a TLS 1.2-only worker or one presenting an extra chain certificate, the credential
+provider is never asked and no HTTP/2 request (HEADERS or DATA frame) reaches the worker,
+whatever connections were opened to it. Also: a reset during the TLS 1.3 handshake is the
+same refusal as an EOF, and the reused TLS context still checks every live certificate.
 """
 
 from __future__ import annotations
