@@ -11,6 +11,8 @@
                   with 64 live watches; `./noxw -s bench_worker -- --creates 50` for a quick run
     bench_stall   prints how long costly requests of one application delay another
                   application's GetServerInfo (issue 11's stall figure)
+    bench_poll_cost  worker CPU time per GetRun poll and per GetServerInfo, in alternating
+                  blocks; `-- --before REV` adds the worker of git revision REV
 """
 
 from __future__ import annotations
@@ -80,4 +82,12 @@ def bench_worker(session: nox.Session) -> None:
     """Print the worker's benchmark figures (not a timed test)."""
     _install(session)
     session.run("python", str(ROOT / "conformance/tests/worker/bench_worker.py"),
+                *session.posargs)
+
+
+@nox.session
+def bench_poll_cost(session: nox.Session) -> None:
+    """Print the worker CPU time one GetRun poll costs (optionally against a git revision)."""
+    _install(session)
+    session.run("python", str(ROOT / "conformance/tests/worker/bench_poll_cost.py"),
                 *session.posargs)

@@ -1,0 +1,115 @@
+"""What one GetRun poll costs the worker, in worker CPU time (run by `./noxw -s bench_poll_cost`).
+
+A client polling a run while it is produced takes the producer's event loop for
+as long as the worker spends on each poll, so that cost is what the polled /
+unpolled production ratio of ``bench_worker`` is made of. Wall-clock ratios on
+this shared machine swing with everyone else's disk writes; CPU time charged to
+the worker process (from ``/proc``) barely does. Each worker serves a finished
+4,095-event run; blocks of GetRun calls alternate with blocks of GetServerInfo
+(the cheapest authenticated call: the RPC stack's own cost) and, with
+``--before REV``, with the same blocks against the worker of that git revision
+(its ``conformance/src`` exported to a temporary folder), the order swapped
+every round. Prints medians with their min-max spread. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from conftest import ROOMY, Client, Worker, pb, script
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _export(revision: str, into: Path) -> Path:
+    """The worker sources of ``revision``, unpacked under ``into``."""
+    archive = into / "src.tar"
+    with archive.open("wb") as out:
+        subprocess.run(["git", "-C", str(ROOT), "archive", revision, "conformance/src"],
+                       stdout=out, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into / "conformance" / "src"
+
+
+def _start(root: Path, source: Path | None) -> tuple[Worker, Client, str]:
+    """A worker (of ``source``, or the installed one) holding a finished 4,095-event run."""
+    root.mkdir(mode=0o700)
+    if source is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = str(source)
+    worker = Worker(root, tuple(a for item in ROOMY for a in ("--limit", item)))
+    worker.public.mkdir(mode=0o700)
+    worker.enroll("bench1")
+    worker.start()
+    client = worker.client("bench1")
+    run_id = client.create("produced", script("repeat 4093 say .")).run.run_id
+    client.watch(run_id, after=4094, timeout=600)
+    client.get(run_id)
+    return worker, client, run_id
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--before", help="git revision whose worker to compare with")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--calls", type=int, default=400, help="calls per block")
+    args = parser.parse_args()
+    print("load average at start (1, 5, 15 min): "
+          + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        base.chmod(0o700)
+        sides: dict[str, Path | None] = {"this tree": None}
+        if args.before:
+            sides[f"before ({args.before})"] = _export(args.before, base)
+        workers = {}
+        try:
+            for n, (name, source) in enumerate(sides.items()):
+                workers[name] = _start(base / f"w{n}", source)
+            blocks: dict[tuple[str, str], list[float]] = {}
+            for i in range(args.rounds):
+                names = list(workers) if i % 2 == 0 else list(reversed(workers))
+                for name in names:
+                    worker, client, run_id = workers[name]
+                    assert worker.proc is not None
+                    calls: dict[str, Callable[[], object]] = {
+                        "GetRun": lambda c=client, r=run_id: c.get(r),
+                        "GetServerInfo": lambda c=client: c.system.GetServerInfo(
+                            pb.sys.GetServerInfoRequest(), metadata=c.md, timeout=10),
+                    }
+                    for method, call in calls.items():
+                        before = _cpu_seconds(worker.proc.pid)
+                        for _ in range(args.calls):
+                            call()
+                        spent = (_cpu_seconds(worker.proc.pid) - before) / args.calls * 1000
+                        blocks.setdefault((name, method), []).append(spent)
+            for (name, method), ms in blocks.items():
+                print(f"{name}: worker CPU per {method} median {statistics.median(ms):.3f} ms "
+                      f"(min {min(ms):.3f}, max {max(ms):.3f}, {len(ms)} alternating blocks of "
+                      f"{args.calls} calls)")
+        finally:
+            for worker, _, _ in workers.values():
+                worker.stop()
+    print("load average at end (1, 5, 15 min): "
+          + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()
