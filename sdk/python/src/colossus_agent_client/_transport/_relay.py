@@ -76,7 +76,11 @@ class _Link:
     remote: ssl.SSLSocket
     to_remote: memoryview | None = None
     to_local: memoryview | None = None
+    remote_done: bool = False
+    """The worker closed; what is left in ``to_local`` still goes to grpcio first."""
     masks: dict[int, int] = field(default_factory=dict)
+    inbound: memoryview = field(default_factory=lambda: memoryview(bytearray(_CHUNK)))
+    """Reused for what the worker sends: many TLS records gathered into one local write."""
 
 
 class TrustRelay:
@@ -261,31 +265,40 @@ class TrustRelay:
             while moved:
                 moved = False
                 if link.to_remote is None:
-                    with contextlib.suppress(*_WOULD_BLOCK):
+                    try:
                         data = local.recv(_CHUNK)
+                    except _WOULD_BLOCK:
+                        pass
+                    else:
                         if not data:
                             raise EOFError
                         link.to_remote = memoryview(data)
                         moved = True
                 if link.to_remote is not None:
-                    with contextlib.suppress(*_WOULD_BLOCK):
+                    try:
                         sent = remote.send(link.to_remote)
-                        link.to_remote = (
-                            link.to_remote[sent:] if sent < len(link.to_remote) else None
-                        )
+                    except _WOULD_BLOCK:
+                        pass
+                    else:
+                        rest = link.to_remote[sent:]
+                        link.to_remote = rest if rest else None
                         moved = True
-                if link.to_local is None:
-                    with contextlib.suppress(*_WOULD_BLOCK):
-                        data = remote.recv(_CHUNK)
-                        if not data:
-                            raise EOFError
-                        link.to_local = memoryview(data)
+                if link.to_local is None and not link.remote_done:
+                    filled = self._gather(link)
+                    if filled:
+                        link.to_local = link.inbound[:filled]
                         moved = True
                 if link.to_local is not None:
-                    with contextlib.suppress(*_WOULD_BLOCK):
+                    try:
                         sent = local.send(link.to_local)
-                        link.to_local = link.to_local[sent:] if sent < len(link.to_local) else None
+                    except _WOULD_BLOCK:
+                        pass
+                    else:
+                        rest = link.to_local[sent:]
+                        link.to_local = rest if rest else None
                         moved = True
+                if link.remote_done and link.to_local is None:
+                    raise EOFError
         except (EOFError, OSError, ssl.SSLError):
             self._unlink(link)
             return
@@ -297,8 +310,31 @@ class TrustRelay:
         self._arm(
             link,
             remote,
-            (_WRITE if link.to_remote is not None else 0) | (_READ if link.to_local is None else 0),
+            (_WRITE if link.to_remote is not None else 0)
+            | (_READ if link.to_local is None and not link.remote_done else 0),
         )
+
+    @staticmethod
+    def _gather(link: _Link) -> int:
+        """Reads what the worker sent, record after record, into ``link.inbound``.
+
+        Decrypting stops when a read would block or the buffer is full, so a burst of
+        small messages reaches grpcio in one write.
+        """
+        buffer, remote, filled = link.inbound, link.remote, 0
+        while filled < _CHUNK:
+            try:
+                count = remote.recv_into(buffer[filled:])
+            except _WOULD_BLOCK:
+                break
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError, ConnectionError):
+                link.remote_done = True
+                break
+            if not count:
+                link.remote_done = True
+                break
+            filled += count
+        return filled
 
     def _arm(self, link: _Link, sock: socket.socket, mask: int) -> None:
         fd = sock.fileno()
