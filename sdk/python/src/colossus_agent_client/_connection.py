@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
@@ -122,6 +123,10 @@ class Session:
         self.options = options
         self.server_info = info
         self.relay = relay
+        if relay is not None:
+            # A client dropped without close() still stops its relay thread and removes
+            # the socket folder once collected.
+            weakref.finalize(self, relay.close)
         # Only the redacting Bearer is kept; the header pair is built per call (see
         # CallMetadata), so no attribute or local of the SDK holds the raw header.
         self._bearer = bearer

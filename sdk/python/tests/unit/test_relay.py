@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import socket
 import ssl
@@ -232,3 +233,15 @@ def test_a_forked_child_closing_its_copy_leaves_the_parents_relay_working(
         assert _through(relay, b"still here") == b"still here"
     finally:
         relay.close()
+
+
+def test_a_client_dropped_without_close_stops_its_relay(fake: FakeWorker, api_dir: Path) -> None:
+    client = colossus.Client.connect(daemon_options(fake, api_dir))
+    relay = client._backend.connection().relay  # type: ignore[attr-defined]
+    folder = Path(relay.path).parent
+    assert folder.exists()
+    del client
+    gc.collect()
+    relay._thread.join(5)
+    assert not relay._thread.is_alive()
+    assert not folder.exists()
