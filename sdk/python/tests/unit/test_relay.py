@@ -245,3 +245,61 @@ def test_a_client_dropped_without_close_stops_its_relay(fake: FakeWorker, api_di
     relay._thread.join(5)
     assert not relay._thread.is_alive()
     assert not folder.exists()
+
+
+class DroppingListener:
+    """Drops every TLS 1.3-only hello without a TLS byte; answers TLS 1.2 when ``tls12``."""
+
+    def __init__(self, tmp: Path, leaf: Leaf, *, tls12: bool) -> None:
+        cert, key = tmp / f"drop-{id(self)}.pem", tmp / f"drop-key-{id(self)}.pem"
+        cert.write_bytes(leaf.cert_pem)
+        key.write_bytes(leaf.key_pem)
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        self.ctx.load_cert_chain(cert, key)
+        self.tls12 = tls12
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.endpoint = Endpoint("127.0.0.1", self.sock.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            hello = conn.recv(4096, socket.MSG_PEEK)
+            # A TLS 1.3-only hello offers no TLS 1.2 cipher suite (0xC0 0x2B and friends).
+            if b"\xc0\x2b" not in hello and b"\xc0\x2f" not in hello:
+                return  # closed without a TLS byte
+            if self.tls12:
+                with contextlib.suppress(OSError, ssl.SSLError):
+                    with self.ctx.wrap_socket(conn, server_side=True) as tls:
+                        tls.recv(1)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.parametrize(("tls12", "error"), [(True, TlsPolicyError), (False, None)])
+def test_a_reconnect_dropped_without_a_tls_byte_is_probed(
+    tmp_path: Path, leaf: Leaf, tls12: bool, error: type[Exception] | None
+) -> None:
+    listener = DroppingListener(tmp_path, leaf, tls12=tls12)
+    relay = _relay(listener, leaf)  # type: ignore[arg-type]
+    try:
+        assert _through(relay, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") == b""
+        if error is None:
+            # A dead or restarting listener: retryable, nothing recorded.
+            assert relay.refusal() is None
+        else:
+            assert isinstance(relay.refusal(), error)
+    finally:
+        relay.close()
+        listener.close()

@@ -125,10 +125,11 @@ def open_verified(
 ) -> ssl.SSLSocket:
     """Opens a TLS connection that passed every check, or raises the typed refusal.
 
-    ``drop_is_refusal=False`` (the relay's reconnects) takes a connection dropped during
-    the handshake for a worker going away, a retryable ``TransportError``, rather than
-    for a TLS refusal: a restarting worker resets connections too. An explicit TLS alert
-    or a wrong certificate is a refusal either way.
+    ``drop_is_refusal=False`` (the relay's reconnects): a connection dropped during the
+    handshake may be a worker going away (a restart resets connections too), so it is
+    probed with a TLS 1.2 hello: a listener that answers it is refused with
+    ``TlsPolicyError``; otherwise the drop is a retryable ``TransportError``. An explicit
+    TLS alert or a wrong certificate is a refusal either way.
     """
     context = _tls13_context(anchor)
     try:
@@ -144,10 +145,33 @@ def open_verified(
         raw.close()
         if isinstance(exc, PinMismatchError | TlsPolicyError):
             raise
+        if (
+            not drop_is_refusal
+            and isinstance(exc, ConnectionError)
+            and _answers_tls12(endpoint, timeout)
+        ):
+            raise TlsPolicyError("the worker answers TLS 1.2 but not TLS 1.3") from None
         if isinstance(exc, OSError | ssl.SSLError):
             raise _classify(exc, connected=True, drop_is_refusal=drop_is_refusal) from None
         raise
     return tls
+
+
+def _answers_tls12(endpoint: Endpoint, timeout: float) -> bool:
+    """True when the listener completes a TLS 1.2 handshake; nothing is sent after it."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # only the version matters to this probe
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        with (
+            socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as raw,
+            context.wrap_socket(raw, server_hostname=endpoint.host) as tls,
+        ):
+            return tls.version() == "TLSv1.2"
+    except (OSError, ssl.SSLError):
+        return False
 
 
 def preflight(
