@@ -33,8 +33,11 @@ class FaultControl:
             raise FaultControlError(f"worker refused {message.get('op')}: {reply.get('error')}")
         return reply
 
-    def begin_case(self, case: str, faults: list[dict[str, Any]]) -> None:
-        self.request({"op": "begin_case", "case": case, "faults": faults})
+    def begin_case(self, case: str, faults: list[dict[str, Any]], keep_observations: bool = False) -> None:
+        message: dict[str, Any] = {"op": "begin_case", "case": case, "faults": faults}
+        if keep_observations:
+            message["keep_observations"] = True
+        self.request(message)
 
     def observations(self) -> dict[str, Any]:
         observations: dict[str, Any] = self.request({"op": "observations"}).get("observations", {})

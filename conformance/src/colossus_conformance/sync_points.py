@@ -194,7 +194,9 @@ class SyncActions:
         try:
             self.worker.start()
             if self.worker.control is not None:
-                self.worker.control.begin_case(self.case_id, [])
+                # The client may reconnect before the case is armed again: keep what
+                # this fresh worker saw since it started.
+                self.worker.control.begin_case(self.case_id, [], keep_observations=True)
         except Exception as exc:
             self.problems.append(f"runner action {action['id']}: the worker did not come back: {exc}")
         self._reports.append({"id": action["id"], "op": action["op"], "value": {"down_seconds": down}})

@@ -263,3 +263,29 @@ def test_until_result_keeps_the_worker_down_until_the_client_has_reported():
     actions.finish()
     assert worker.calls == [("halt", True, None), ("start",)]
     assert actions.missing([{"id": "w", "op": "sync"}]) == []
+
+
+# -- arming a worker restarted mid-case ---------------------------------------------------
+
+
+def test_keep_observations_keeps_what_a_restarted_worker_saw_before_it_was_armed(tmp_path):
+    from colossus_reference_worker.faults.control import FaultControlServer
+    from colossus_reference_worker.faults.hooks import FaultState
+    from colossus_reference_worker.faults.plan import FaultSpecError
+    from colossus_reference_worker.hooks import WatchContext
+
+    state = FaultState()
+    control = FaultControlServer(str(tmp_path / "unused.sock"), state)
+    resumed = WatchContext(call_index=1, application_id="app", run_id="run_1", after_sequence=3)
+    state.watch_number(resumed)  # the client reconnected before the case was armed again
+    state.observations.rpc(7, "RunService/WatchRun", True)
+    reply = control.handle({"op": "begin_case", "case": "c", "faults": [], "keep_observations": True})
+    assert reply["ok"]
+    state.watch_number(resumed)  # the same call again: not a second watch
+    observed = control.handle({"op": "observations"})["observations"]
+    assert observed["watch_cursors"] == [3]
+    assert observed["rpc_calls"] == {"RunService/WatchRun": 1}
+    control.handle({"op": "begin_case", "case": "c", "faults": []})
+    assert control.handle({"op": "observations"})["observations"]["watch_cursors"] == []
+    with pytest.raises(FaultSpecError, match="keep_observations must be true or false"):
+        control.handle({"op": "begin_case", "case": "c", "faults": [], "keep_observations": "yes"})

@@ -132,12 +132,15 @@ class FaultControlServer:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "begin_case":
-            if set(request) - {"op", "case", "faults"}:
-                raise FaultSpecError("begin_case takes only case and faults")
+            if set(request) - {"op", "case", "faults", "keep_observations"}:
+                raise FaultSpecError("begin_case takes only case, faults and keep_observations")
             case = request.get("case")
             if not isinstance(case, str) or not 0 < len(case) <= MAX_CASE_NAME:
                 raise FaultSpecError("case must be a non-empty string")
-            self.state.begin(case, parse_plan(request.get("faults")))
+            keep = request.get("keep_observations", False)
+            if not isinstance(keep, bool):
+                raise FaultSpecError("keep_observations must be true or false")
+            self.state.begin(case, parse_plan(request.get("faults")), keep_observations=keep)
             return {"ok": True, "case": case}
         if op == "observations":
             return {"ok": True, "case": self.state.case,

@@ -62,14 +62,18 @@ class FaultState:
         self._generation = 0
         self._list_calls = 0  # ListRuns calls of the case, for list_runs_repeat
 
-    def begin(self, case: str, plan: FaultPlan) -> None:
+    def begin(self, case: str, plan: FaultPlan, keep_observations: bool = False) -> None:
+        """Arms ``case``. ``keep_observations`` keeps what was recorded since the last
+        reset (for a worker restarted in the middle of a case, whose client may reconnect
+        before the case is armed again) and the numbering of watches already seen."""
         with self.lock:
             self.case = case
             self.plan = plan
-            self._watch_numbers = {}
             self._generation += 1
             self._list_calls = 0
-            self.observations.reset()
+            if not keep_observations:
+                self._watch_numbers = {}
+                self.observations.reset()
 
     def end(self) -> None:
         with self.lock:
