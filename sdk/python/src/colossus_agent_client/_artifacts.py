@@ -20,12 +20,13 @@ from ._connection import (
     DEFAULT,
     AsyncConnection,
     SyncConnection,
+    mutation_error,
     ready_async,
     ready_sync,
     retry_async,
     retry_sync,
 )
-from ._errors import ArtifactIntegrityError, ProtocolViolationError, from_rpc_error
+from ._errors import ArtifactIntegrityError, ProtocolViolationError
 from ._requests import CAP_ARTIFACTS, check_id, check_manifest, require_capability
 from ._watch import AsyncBackend, SyncBackend
 from .api.v1alpha1 import artifacts_pb2
@@ -171,12 +172,13 @@ class Artifacts:
         """
         conn = self._backend.connection()
         digest, messages = _upload_messages(conn, _as_bytes(data), media_type, display_name)
+        refused_before = conn.trust_refusal()
         try:
             response = conn.artifacts.UploadArtifact(
                 iter(messages), timeout=conn.timeout(timeout), metadata=conn.metadata()
             )
         except grpc.RpcError as exc:
-            raise from_rpc_error(exc, mutation=True) from None
+            raise mutation_error(exc, conn, refused_before, None) from None
         return _check_uploaded(response.artifact, len(data), digest)
 
     def download(
@@ -260,12 +262,13 @@ class AsyncArtifacts:
             for message in messages:
                 yield message
 
+        refused_before = conn.trust_refusal()
         try:
             response = await conn.artifacts.UploadArtifact(
                 requests(), timeout=conn.timeout(timeout), metadata=conn.metadata()
             )
         except grpc.RpcError as exc:
-            raise from_rpc_error(exc, mutation=True) from None
+            raise mutation_error(exc, conn, refused_before, None) from None
         return _check_uploaded(response.artifact, len(data), digest)
 
     async def download(

@@ -398,7 +398,7 @@ def call_mutation_sync(
     try:
         return method(request, timeout=timeout, metadata=session.metadata())
     except grpc.RpcError as exc:
-        raise _mutation_error(exc, session, refused_before, idempotency_key) from None
+        raise mutation_error(exc, session, refused_before, idempotency_key) from None
 
 
 # --- async ------------------------------------------------------------------------------
@@ -562,10 +562,10 @@ async def call_mutation_async(
     try:
         return await method(request, timeout=timeout, metadata=session.metadata())
     except grpc.RpcError as exc:
-        raise _mutation_error(exc, session, refused_before, idempotency_key) from None
+        raise mutation_error(exc, session, refused_before, idempotency_key) from None
 
 
-def _mutation_error(
+def mutation_error(
     exc: grpc.RpcError,
     session: Session,
     refused_before: TrustError | None,

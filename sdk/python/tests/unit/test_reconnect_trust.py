@@ -152,6 +152,8 @@ def test_held_client_refuses_a_wrong_listener_on_reconnect(
         # A mutation on the same client meets the same refusal, and sends nothing either.
         with pytest.raises(KINDS[kind]):
             client.runs.cancel(run.run_id)
+        with pytest.raises(KINDS[kind]):
+            client.artifacts.upload(b"report", media_type="text/plain")
     assert provider.calls == 1
     _assert_nothing_reached(listener)
     assert _fresh_connect_error(options) is KINDS[kind]
@@ -196,6 +198,8 @@ def test_async_held_client_refuses_a_wrong_listener_on_reconnect(
                 await client.runs.get(run.run_id)
             with pytest.raises(KINDS[kind]):
                 await client.runs.cancel(run.run_id)
+            with pytest.raises(KINDS[kind]):
+                await client.artifacts.upload(b"report", media_type="text/plain")
             return listener
 
     listener = asyncio.run(scenario())
