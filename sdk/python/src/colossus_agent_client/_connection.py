@@ -4,10 +4,11 @@ Order matters and is the same for both placements and both clients:
 
 1. the target is known (daemon: discovery files checked against the expected identity;
    sidecar: bootstrap reply validated);
-2. the trust relay starts, and its first TLS 1.3 connection to the worker is checked on
-   the calling thread (version, chain length, pin: C4); it then carries grpcio's first
-   connection, and every later one grpcio opens is checked the same way before any byte
-   of it is forwarded (see ``_transport/_relay.py``);
+2. the trust relay starts, and while grpcio sets up its channel to it, the relay's first
+   TLS 1.3 connection to the worker is checked on the calling thread (version, chain
+   length, pin: C4); that connection then carries grpcio's first one, and every later
+   one grpcio opens is checked the same way before any byte of it is forwarded (see
+   ``_transport/_relay.py``);
 3. only once that check passed is the bearer loaded from its provider (C5), so a refused
    worker never receives a byte of HTTP/2;
 4. ``GetServerInfo`` is the first call, and the first to carry the bearer; its answer is
@@ -299,16 +300,21 @@ def connect_sync(
     started = time.monotonic()
     receive, send = _caps(options, None)
     relay = TrustRelay(
-        target.endpoint, target.expected_pin, target.certificate, options.connect_timeout
+        target.endpoint,
+        target.expected_pin,
+        target.certificate,
+        options.connect_timeout,
+        preflight_first=True,
     )
     channel: grpc.Channel | None = None
     try:
-        relay.preflight()
         channel = _channel.sync_channel(
             relay.target, target.endpoint, max_receive=receive, max_send=send
         )
-        # grpcio's first connection takes over the pre-flight's verified one.
+        # grpcio sets up its connection to the relay while this thread runs the pre-flight;
+        # that connection then takes over the pre-flight's verified one, unread until then.
         _channel.start_connecting_sync(channel)
+        relay.preflight()
         bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         info = _get_server_info_sync(
             channel, bearer, options.connect_timeout, options.retry, relay.refusal
@@ -466,22 +472,22 @@ async def connect_async(
 ) -> AsyncConnection:
     started = time.monotonic()
     receive, send = _caps(options, None)
-    relay = await asyncio.to_thread(
-        TrustRelay,
+    relay = TrustRelay(
         target.endpoint,
         target.expected_pin,
         target.certificate,
         options.connect_timeout,
+        preflight_first=True,
     )
     channel: grpc.aio.Channel | None = None
     try:
-        # As in connect_sync, on a thread: asyncio's own TLS would see a TLS 1.2 server's
-        # refusal as a reset, so the very same blocking check keeps one verdict per server.
-        await asyncio.to_thread(relay.preflight)
         channel = _channel.async_channel(
             relay.target, target.endpoint, max_receive=receive, max_send=send
         )
         channel.get_state(try_to_connect=True)
+        # As in connect_sync, on a thread: asyncio's own TLS would see a TLS 1.2 server's
+        # refusal as a reset, so the very same blocking check keeps one verdict per server.
+        await asyncio.to_thread(relay.preflight)
         bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         stub = system_pb2_grpc.SystemServiceStub(channel)
 

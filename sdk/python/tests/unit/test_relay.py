@@ -303,3 +303,52 @@ def test_a_reconnect_dropped_without_a_tls_byte_is_probed(
     finally:
         relay.close()
         listener.close()
+
+
+def test_a_connection_made_during_the_preflight_waits_for_it_and_reuses_it(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    server = echo["genuine"]
+    relay = TrustRelay(
+        server.endpoint,
+        leaf.sha256,
+        parse_leaf_certificate(leaf.cert_pem),
+        5.0,
+        preflight_first=True,
+    )
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as local:
+            local.settimeout(10)
+            local.connect(relay.path)
+            local.sendall(b"early bytes")  # they wait, unread, until the verdict
+            relay.preflight()
+            assert local.recv(100) == b"early bytes"
+        assert server.connections == 1
+    finally:
+        relay.close()
+
+
+def test_a_connection_made_during_a_failed_preflight_is_closed_unforwarded(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    server = echo["foreign"]
+    relay = TrustRelay(
+        server.endpoint,
+        leaf.sha256,
+        parse_leaf_certificate(leaf.cert_pem),
+        5.0,
+        preflight_first=True,
+    )
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as local:
+            local.settimeout(10)
+            local.connect(relay.path)
+            local.sendall(b"early bytes")
+            with pytest.raises(PinMismatchError):
+                relay.preflight()
+            with contextlib.suppress(ConnectionResetError):
+                assert local.recv(100) == b""
+        assert server.connections == 1  # the pre-flight's only
+        assert server.received == 0
+    finally:
+        relay.close()

@@ -91,13 +91,24 @@ class TrustRelay:
     """
 
     def __init__(
-        self, endpoint: Endpoint, expected_pin: str, anchor: LeafCertificate, timeout: float
+        self,
+        endpoint: Endpoint,
+        expected_pin: str,
+        anchor: LeafCertificate,
+        timeout: float,
+        *,
+        preflight_first: bool = False,
     ) -> None:
         self._endpoint = endpoint
         self._pin = expected_pin
         self._anchor = anchor
         self._timeout = timeout
         self._lock = threading.Lock()
+        # With preflight_first, grpcio may connect while preflight() runs: its connection
+        # then waits for that verdict and takes the verified connection, one handshake.
+        self._preflight_done = threading.Condition(self._lock)
+        self._preflighting = preflight_first
+        self._preflight_failed = False
         self._refusal: TrustError | None = None
         self._parked: ssl.SSLSocket | None = None
         self._ready: list[tuple[socket.socket, ssl.SSLSocket]] = []
@@ -139,8 +150,16 @@ class TrustRelay:
         The kept connection carries grpcio's next connection, so connecting costs one
         handshake. Raises the typed refusal, exactly like every later connection.
         """
-        tls = self._verified(drop_is_refusal=True)
+        try:
+            tls = self._verified(drop_is_refusal=True)
+        except BaseException:
+            with self._lock:
+                self._preflighting, self._preflight_failed = False, True
+                self._preflight_done.notify_all()
+            raise
         with self._lock:
+            self._preflighting = False
+            self._preflight_done.notify_all()
             if self._closed:
                 tls.close()
                 raise TransportError("the client was closed while connecting")
@@ -158,6 +177,7 @@ class TrustRelay:
             if self._closed:
                 return
             self._closed = True
+            self._preflight_done.notify_all()
         self._wake()
         if self._thread is not threading.current_thread():
             self._thread.join(5.0)
@@ -185,8 +205,13 @@ class TrustRelay:
     def _handshake(self, local: socket.socket) -> None:
         """Joins ``local`` to the kept or a newly verified connection, or closes it unread."""
         with self._lock:
+            self._preflight_done.wait_for(
+                lambda: not self._preflighting or self._closed, self._timeout
+            )
+            # A failed pre-flight fails the connect: no second handshake with that worker.
+            refused = self._preflight_failed
             tls, self._parked = self._parked, None
-        if tls is None:
+        if tls is None and not refused:
             try:
                 tls = self._verified(drop_is_refusal=False)
             except (TrustError, TransportError, OSError):
