@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import colossus_agent_client as colossus
-from colossus_agent_client import PinMismatchError, TlsPolicyError
+from colossus_agent_client import PinMismatchError, TlsPolicyError, TransportError
 from colossus_agent_client._transport._certificate import parse_leaf_certificate
 from colossus_agent_client._transport._descriptor import Endpoint
 from colossus_agent_client._transport._relay import TrustRelay
@@ -300,6 +300,24 @@ def test_a_reconnect_dropped_without_a_tls_byte_is_probed(
             assert relay.refusal() is None
         else:
             assert isinstance(relay.refusal(), error)
+    finally:
+        relay.close()
+        listener.close()
+
+
+@pytest.mark.parametrize(("tls12", "error"), [(True, TlsPolicyError), (False, TransportError)])
+def test_a_preflight_dropped_without_a_tls_byte_is_probed_too(
+    tmp_path: Path, leaf: Leaf, tls12: bool, error: type[Exception]
+) -> None:
+    # The first connection of connect classifies a silent drop like every reconnect (and
+    # like the TypeScript and Go SDKs): a listener answering TLS 1.2 is a policy refusal,
+    # one that answers nothing is a worker going away, a transport failure.
+    listener = DroppingListener(tmp_path, leaf, tls12=tls12)
+    relay = _relay(listener, leaf)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(error) as raised:
+            relay.preflight()
+        assert type(raised.value) is error
     finally:
         relay.close()
         listener.close()

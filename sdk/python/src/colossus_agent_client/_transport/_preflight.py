@@ -125,11 +125,11 @@ def open_verified(
 ) -> ssl.SSLSocket:
     """Opens a TLS connection that passed every check, or raises the typed refusal.
 
-    ``drop_is_refusal=False`` (the relay's reconnects): a connection dropped during the
-    handshake may be a worker going away (a restart resets connections too), so it is
-    probed with a TLS 1.2 hello: a listener that answers it is refused with
-    ``TlsPolicyError``; otherwise the drop is a retryable ``TransportError``. An explicit
-    TLS alert or a wrong certificate is a refusal either way.
+    ``drop_is_refusal=False`` (every connection of the relay, the first one of ``connect``
+    included): a connection dropped during the handshake may be a worker going away (a
+    restart resets connections too), so it is probed with a TLS 1.2 hello: a listener that
+    answers it is refused with ``TlsPolicyError``; otherwise the drop is a retryable
+    ``TransportError``. An explicit TLS alert or a wrong certificate is a refusal either way.
     """
     context = _tls13_context(anchor)
     try:

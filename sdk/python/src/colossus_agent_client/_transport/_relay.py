@@ -151,7 +151,7 @@ class TrustRelay:
         handshake. Raises the typed refusal, exactly like every later connection.
         """
         try:
-            tls = self._verified(drop_is_refusal=True)
+            tls = self._verified(drop_is_refusal=False)
         except BaseException:
             with self._lock:
                 self._preflighting, self._preflight_failed = False, True
