@@ -44,6 +44,19 @@ from colossus_agent_client.api.v1alpha1 import (
 from colossus_agent_client.testing._leaf import TestLeaf as Leaf
 
 BEARER = "cb1_" + "Q" * 20 + "-secret-bearer-value-xyz"
+
+
+class CountingProvider:
+    """A credential provider that counts how often the SDK asked it for the bearer."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def load_bearer(self) -> str:
+        self.calls += 1
+        return BEARER
+
+
 INSTANCE_ID = "inst_fake_1"
 
 

@@ -9,9 +9,7 @@ fresh connect gives, and the wrong listener must receive no byte of HTTP/2 (so n
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
-import threading
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -23,59 +21,30 @@ import colossus_agent_client as colossus
 from colossus_agent_client import PinMismatchError, TlsPolicyError
 from colossus_agent_client.api.v1alpha1 import run_service_pb2_grpc
 from conftest import daemon_options
-from fake_worker import BEARER, FakeWorker, Leaf, make_leaf, make_run, output_event
+from fake_worker import (
+    BEARER,
+    CountingProvider,
+    FakeWorker,
+    Leaf,
+    make_leaf,
+    make_run,
+    output_event,
+)
+from tls_servers import RecordingTlsServer
 
 
-class WrongListener:
-    """A TLS server on a given port that keeps every byte a client sent after its handshake."""
-
-    def __init__(self, tmp: Path, port: int, leaf: Leaf, kind: str) -> None:
-        chain = leaf.cert_pem
-        if kind == "foreign-leaf":
-            leaf = make_leaf()
-            chain = leaf.cert_pem
-        elif kind == "leaf-with-intermediate":
-            chain = leaf.cert_pem + make_leaf(ca=True).cert_pem
-        cert, key = tmp / f"wrong-{kind}.pem", tmp / f"wrong-{kind}-key.pem"
-        cert.write_bytes(chain)
-        key.write_bytes(leaf.key_pem)
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        self.ctx.maximum_version = (
-            ssl.TLSVersion.TLSv1_2 if kind == "tls12" else ssl.TLSVersion.TLSv1_3
+def wrong_listener(tmp: Path, port: int, leaf: Leaf, kind: str) -> RecordingTlsServer:
+    """A TLS server taking over ``port``: TLS 1.2 only, a foreign leaf, or a chain."""
+    if kind == "tls12":
+        return RecordingTlsServer(
+            tmp, leaf, chain=leaf.cert_pem, max_version=ssl.TLSVersion.TLSv1_2, port=port
         )
-        self.ctx.set_alpn_protocols(["h2"])
-        self.ctx.load_cert_chain(cert, key)
-        self.received: list[bytes] = []
-        self.handshakes = 0
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        data = b""
-        try:
-            with self.ctx.wrap_socket(conn, server_side=True) as tls:
-                self.handshakes += 1
-                tls.settimeout(5)
-                while chunk := tls.recv(65536):
-                    data += chunk
-        except (OSError, ssl.SSLError):
-            pass
-        self.received.append(data)
-
-    def close(self) -> None:
-        self.sock.close()
+    if kind == "foreign-leaf":
+        foreign = make_leaf()
+        return RecordingTlsServer(tmp, foreign, chain=foreign.cert_pem, port=port)
+    assert kind == "leaf-with-intermediate"
+    chain = leaf.cert_pem + make_leaf(ca=True).cert_pem
+    return RecordingTlsServer(tmp, leaf, chain=chain, port=port)
 
 
 KINDS = {
@@ -85,33 +54,24 @@ KINDS = {
 }
 
 
-class CountingProvider:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def load_bearer(self) -> str:
-        self.calls += 1
-        return BEARER
-
-
 @pytest.fixture
-def wrong(tmp_path: Path) -> Iterator[list[WrongListener]]:
-    started: list[WrongListener] = []
+def wrong(tmp_path: Path) -> Iterator[list[RecordingTlsServer]]:
+    started: list[RecordingTlsServer] = []
     yield started
     for listener in started:
         listener.close()
 
 
 def _take_over(
-    fake: FakeWorker, tmp: Path, kind: str, started: list[WrongListener]
-) -> WrongListener:
+    fake: FakeWorker, tmp: Path, kind: str, started: list[RecordingTlsServer]
+) -> RecordingTlsServer:
     fake.stop()
-    listener = WrongListener(tmp, fake.port, fake.leaf, kind)
+    listener = wrong_listener(tmp, fake.port, fake.leaf, kind)
     started.append(listener)
     return listener
 
 
-def _assert_nothing_reached(listener: WrongListener) -> None:
+def _assert_nothing_reached(listener: RecordingTlsServer) -> None:
     assert all(data == b"" for data in listener.received), "bytes reached the wrong listener"
     assert not any(BEARER.encode() in data for data in listener.received)
 
@@ -137,7 +97,7 @@ def _watch_script(fake: FakeWorker) -> str:
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_held_client_refuses_a_wrong_listener_on_reconnect(
-    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[WrongListener], kind: str
+    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[RecordingTlsServer], kind: str
 ) -> None:
     provider = CountingProvider()
     options = daemon_options(fake, api_dir, credentials=provider)
@@ -162,13 +122,13 @@ def test_held_client_refuses_a_wrong_listener_on_reconnect(
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_watch_in_progress_refuses_a_wrong_listener_on_reconnect(
-    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[WrongListener], kind: str
+    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[RecordingTlsServer], kind: str
 ) -> None:
     provider = CountingProvider()
     options = daemon_options(fake, api_dir, credentials=provider)
     run_id = _watch_script(fake)
     seen: list[int] = []
-    listener: WrongListener | None = None
+    listener: RecordingTlsServer | None = None
     with colossus.Client.connect(options) as client:
         with pytest.raises(KINDS[kind]):
             for event in client.runs.watch(run_id):
@@ -183,14 +143,14 @@ def test_watch_in_progress_refuses_a_wrong_listener_on_reconnect(
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_async_held_client_refuses_a_wrong_listener_on_reconnect(
-    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[WrongListener], kind: str
+    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[RecordingTlsServer], kind: str
 ) -> None:
     provider = CountingProvider()
     options = daemon_options(fake, api_dir, credentials=provider)
     run = make_run("run_held")
     fake.b.runs[run.run_id] = run
 
-    async def scenario() -> WrongListener:
+    async def scenario() -> RecordingTlsServer:
         async with await colossus.AsyncClient.connect(options) as client:
             assert (await client.runs.get(run.run_id)).run_id == run.run_id
             listener = _take_over(fake, tmp_path, kind, wrong)
@@ -209,14 +169,14 @@ def test_async_held_client_refuses_a_wrong_listener_on_reconnect(
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_async_watch_in_progress_refuses_a_wrong_listener_on_reconnect(
-    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[WrongListener], kind: str
+    fake: FakeWorker, api_dir: Path, tmp_path: Path, wrong: list[RecordingTlsServer], kind: str
 ) -> None:
     provider = CountingProvider()
     options = daemon_options(fake, api_dir, credentials=provider)
     run_id = _watch_script(fake)
     seen: list[int] = []
 
-    async def scenario() -> WrongListener | None:
+    async def scenario() -> RecordingTlsServer | None:
         listener = None
         async with await colossus.AsyncClient.connect(options) as client:
             with pytest.raises(KINDS[kind]):

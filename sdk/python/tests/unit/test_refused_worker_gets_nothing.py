@@ -25,54 +25,11 @@ from colossus_agent_client import PinMismatchError, TlsPolicyError
 from colossus_agent_client._transport._certificate import parse_leaf_certificate
 from colossus_agent_client._transport._descriptor import Endpoint
 from colossus_agent_client._transport._preflight import preflight
-from fake_worker import BEARER, INSTANCE_ID, Leaf, make_leaf
+from fake_worker import BEARER, INSTANCE_ID, CountingProvider, Leaf, make_leaf
+from tls_servers import RecordingTlsServer
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 HEADERS, DATA = 0x1, 0x0
-
-
-class RecordingTlsServer:
-    """Completes TLS handshakes up to ``version`` and keeps every byte each client sent."""
-
-    def __init__(
-        self, tmp: Path, leaf: Leaf, *, version: ssl.TLSVersion, extra_chain: bytes = b""
-    ) -> None:
-        cert, key = tmp / f"chain-{id(self)}.pem", tmp / f"key-{id(self)}.pem"
-        cert.write_bytes(leaf.cert_pem + extra_chain)
-        key.write_bytes(leaf.key_pem)
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        self.ctx.maximum_version = version
-        self.ctx.set_alpn_protocols(["h2"])
-        self.ctx.load_cert_chain(cert, key)
-        self.received: list[bytes] = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.endpoint = Endpoint("127.0.0.1", self.sock.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        data = b""
-        try:
-            with self.ctx.wrap_socket(conn, server_side=True) as tls:
-                tls.settimeout(5)
-                while chunk := tls.recv(65536):
-                    data += chunk
-        except (OSError, ssl.SSLError):
-            pass
-        self.received.append(data)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
@@ -99,15 +56,6 @@ def _discovery(directory: Path, endpoint: Endpoint, leaf: Leaf) -> Path:
         (directory / name).write_bytes(data)
         os.chmod(directory / name, stat.S_IRUSR | stat.S_IWUSR)
     return directory
-
-
-class CountingProvider:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def get_bearer(self) -> str:
-        self.calls += 1
-        return BEARER
 
 
 def _requests_sent(received: bytes) -> list[int]:
@@ -145,7 +93,9 @@ def _wait_for_connections(server: RecordingTlsServer, at_least: int) -> None:
 def test_tls12_worker_gets_no_request_and_no_bearer(
     tmp_path: Path, leaf: Leaf, servers: list[RecordingTlsServer]
 ) -> None:
-    server = RecordingTlsServer(tmp_path, leaf, version=ssl.TLSVersion.TLSv1_2)
+    server = RecordingTlsServer(
+        tmp_path, leaf, chain=leaf.cert_pem, max_version=ssl.TLSVersion.TLSv1_2
+    )
     servers.append(server)
     provider = CountingProvider()
     api_dir = _discovery(tmp_path / "api", server.endpoint, leaf)
@@ -161,7 +111,9 @@ def test_tls12_worker_gets_no_request_and_no_bearer(
 async def test_async_tls12_worker_gets_no_request_and_no_bearer(
     tmp_path: Path, leaf: Leaf, servers: list[RecordingTlsServer]
 ) -> None:
-    server = RecordingTlsServer(tmp_path, leaf, version=ssl.TLSVersion.TLSv1_2)
+    server = RecordingTlsServer(
+        tmp_path, leaf, chain=leaf.cert_pem, max_version=ssl.TLSVersion.TLSv1_2
+    )
     servers.append(server)
     provider = CountingProvider()
     api_dir = _discovery(tmp_path / "api", server.endpoint, leaf)
@@ -176,7 +128,7 @@ def test_chain_presenting_worker_gets_no_request(
     tmp_path: Path, leaf: Leaf, servers: list[RecordingTlsServer]
 ) -> None:
     extra = make_leaf(ca=True).cert_pem
-    server = RecordingTlsServer(tmp_path, leaf, version=ssl.TLSVersion.TLSv1_3, extra_chain=extra)
+    server = RecordingTlsServer(tmp_path, leaf, chain=leaf.cert_pem + extra)
     servers.append(server)
     provider = CountingProvider()
     api_dir = _discovery(tmp_path / "api", server.endpoint, leaf)
@@ -214,8 +166,9 @@ def test_a_reused_context_still_checks_every_live_certificate(
     tmp_path: Path, leaf: Leaf, servers: list[RecordingTlsServer]
 ) -> None:
     anchor = parse_leaf_certificate(leaf.cert_pem)
-    genuine = RecordingTlsServer(tmp_path, leaf, version=ssl.TLSVersion.TLSv1_3)
-    foreign = RecordingTlsServer(tmp_path, make_leaf(), version=ssl.TLSVersion.TLSv1_3)
+    genuine = RecordingTlsServer(tmp_path, leaf, chain=leaf.cert_pem)
+    other = make_leaf()
+    foreign = RecordingTlsServer(tmp_path, other, chain=other.cert_pem)
     servers.extend([genuine, foreign])
     for _ in range(2):
         assert preflight(genuine.endpoint, leaf.sha256, anchor, 5.0) == leaf.sha256

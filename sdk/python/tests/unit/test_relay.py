@@ -17,78 +17,29 @@ import pytest
 import colossus_agent_client as colossus
 from colossus_agent_client import PinMismatchError, TlsPolicyError, TransportError
 from colossus_agent_client._transport._certificate import parse_leaf_certificate
-from colossus_agent_client._transport._descriptor import Endpoint
 from colossus_agent_client._transport._relay import TrustRelay
 from conftest import daemon_options
 from fake_worker import FakeWorker, Leaf, make_leaf, make_run, output_event
-
-
-class EchoTlsServer:
-    """Echoes every byte back over TLS (1.3 unless told otherwise); counts what it got."""
-
-    def __init__(self, tmp: Path, leaf: Leaf, *, version: ssl.TLSVersion, chain: bytes) -> None:
-        cert, key = tmp / f"echo-{id(self)}.pem", tmp / f"echo-key-{id(self)}.pem"
-        cert.write_bytes(chain)
-        key.write_bytes(leaf.key_pem)
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        self.ctx.maximum_version = version
-        self.ctx.set_alpn_protocols(["h2"])
-        self.ctx.load_cert_chain(cert, key)
-        self.received = 0
-        self.connections = 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.endpoint = Endpoint("127.0.0.1", self.sock.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        try:
-            with self.ctx.wrap_socket(conn, server_side=True) as tls:
-                while chunk := tls.recv(65536):
-                    self.received += len(chunk)
-                    tls.sendall(chunk)
-        except (OSError, ssl.SSLError):
-            pass
-
-    def close(self) -> None:
-        self.sock.close()
+from tls_servers import EchoTlsServer, ThreadedTlsServer
 
 
 @pytest.fixture
 def echo(tmp_path: Path, leaf: Leaf) -> Iterator[dict[str, EchoTlsServer]]:
     servers = {
-        "genuine": EchoTlsServer(
-            tmp_path, leaf, version=ssl.TLSVersion.TLSv1_3, chain=leaf.cert_pem
+        "genuine": EchoTlsServer(tmp_path, leaf, chain=leaf.cert_pem),
+        "tls12": EchoTlsServer(
+            tmp_path, leaf, chain=leaf.cert_pem, max_version=ssl.TLSVersion.TLSv1_2
         ),
-        "tls12": EchoTlsServer(tmp_path, leaf, version=ssl.TLSVersion.TLSv1_2, chain=leaf.cert_pem),
-        "chain": EchoTlsServer(
-            tmp_path,
-            leaf,
-            version=ssl.TLSVersion.TLSv1_3,
-            chain=leaf.cert_pem + make_leaf(ca=True).cert_pem,
-        ),
+        "chain": EchoTlsServer(tmp_path, leaf, chain=leaf.cert_pem + make_leaf(ca=True).cert_pem),
     }
     foreign = make_leaf()
-    servers["foreign"] = EchoTlsServer(
-        tmp_path, foreign, version=ssl.TLSVersion.TLSv1_3, chain=foreign.cert_pem
-    )
+    servers["foreign"] = EchoTlsServer(tmp_path, foreign, chain=foreign.cert_pem)
     yield servers
     for server in servers.values():
         server.close()
 
 
-def _relay(server: EchoTlsServer, leaf: Leaf) -> TrustRelay:
+def _relay(server: ThreadedTlsServer, leaf: Leaf) -> TrustRelay:
     return TrustRelay(server.endpoint, leaf.sha256, parse_leaf_certificate(leaf.cert_pem), 5.0)
 
 
@@ -247,32 +198,14 @@ def test_a_client_dropped_without_close_stops_its_relay(fake: FakeWorker, api_di
     assert not folder.exists()
 
 
-class DroppingListener:
+class DroppingListener(ThreadedTlsServer):
     """Drops every TLS 1.3-only hello without a TLS byte; answers TLS 1.2 when ``tls12``."""
 
     def __init__(self, tmp: Path, leaf: Leaf, *, tls12: bool) -> None:
-        cert, key = tmp / f"drop-{id(self)}.pem", tmp / f"drop-key-{id(self)}.pem"
-        cert.write_bytes(leaf.cert_pem)
-        key.write_bytes(leaf.key_pem)
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.maximum_version = ssl.TLSVersion.TLSv1_2
-        self.ctx.load_cert_chain(cert, key)
         self.tls12 = tls12
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.endpoint = Endpoint("127.0.0.1", self.sock.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(tmp, leaf, chain=leaf.cert_pem, max_version=ssl.TLSVersion.TLSv1_2)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         with conn:
             hello = conn.recv(4096, socket.MSG_PEEK)
             # A TLS 1.3-only hello offers no TLS 1.2 cipher suite (0xC0 0x2B and friends).
@@ -283,16 +216,13 @@ class DroppingListener:
                     with self.ctx.wrap_socket(conn, server_side=True) as tls:
                         tls.recv(1)
 
-    def close(self) -> None:
-        self.sock.close()
-
 
 @pytest.mark.parametrize(("tls12", "error"), [(True, TlsPolicyError), (False, None)])
 def test_a_reconnect_dropped_without_a_tls_byte_is_probed(
     tmp_path: Path, leaf: Leaf, tls12: bool, error: type[Exception] | None
 ) -> None:
     listener = DroppingListener(tmp_path, leaf, tls12=tls12)
-    relay = _relay(listener, leaf)  # type: ignore[arg-type]
+    relay = _relay(listener, leaf)
     try:
         assert _through(relay, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") == b""
         if error is None:
@@ -313,7 +243,7 @@ def test_a_preflight_dropped_without_a_tls_byte_is_probed_too(
     # like the TypeScript and Go SDKs): a listener answering TLS 1.2 is a policy refusal,
     # one that answers nothing is a worker going away, a transport failure.
     listener = DroppingListener(tmp_path, leaf, tls12=tls12)
-    relay = _relay(listener, leaf)  # type: ignore[arg-type]
+    relay = _relay(listener, leaf)
     try:
         with pytest.raises(error) as raised:
             relay.preflight()
