@@ -27,6 +27,8 @@ API_VERSION: Final = "v1alpha1"
 _PIN_RE: Final = re.compile(r"[0-9a-f]{64}")
 _OPAQUE_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _ENDPOINT_RE: Final = re.compile(r"https://(127\.0\.0\.1|\[::1\]):([1-9][0-9]{0,4})")
+# A process ID is a signed 32-bit pid_t, so a larger pid cannot name a real process.
+_MAX_PID: Final = 2**31 - 1
 _DESCRIPTOR_KEYS: Final = frozenset(
     {"endpoint", "instance_id", "pid", "api_version", "certificate_sha256"}
 )
@@ -136,8 +138,8 @@ def parse_descriptor(raw: bytes) -> Descriptor:
     if not is_opaque_id(instance_id):
         raise DescriptorError("instance_id must be 1-64 characters of [A-Za-z0-9_-]")
     pid = obj["pid"]
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        raise DescriptorError("pid must be a positive integer")
+    if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= _MAX_PID:
+        raise DescriptorError(f"pid must be an integer from 1 to {_MAX_PID}")
     if obj["api_version"] != API_VERSION:
         raise DescriptorError(f"api_version must be {API_VERSION!r}")
     pin = obj["certificate_sha256"]
