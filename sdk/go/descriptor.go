@@ -1,6 +1,7 @@
 package colossus
 
 import (
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +16,9 @@ const (
 	maxDescriptorBytes  = 4 * 1024
 	maxCertificateBytes = 16 * 1024
 	apiVersion          = "v1alpha1"
+	// maxPID bounds the pid member: a process ID is a signed 32-bit pid_t on every
+	// platform a worker runs on, so anything larger cannot name a real process.
+	maxPID = math.MaxInt32
 )
 
 var (
@@ -118,8 +122,8 @@ func ParseDescriptor(raw []byte) (Descriptor, error) {
 		return Descriptor{}, descriptorError("instance_id", "instance_id must be 1-64 characters of [A-Za-z0-9_-]")
 	}
 	pid, ok := jsonPositiveInt(obj["pid"])
-	if !ok {
-		return Descriptor{}, descriptorError("pid", "pid must be a positive integer")
+	if !ok || pid > maxPID {
+		return Descriptor{}, descriptorError("pid", "pid must be an integer from 1 to %d", maxPID)
 	}
 	version, ok := jsonString(obj["api_version"])
 	if !ok || version != apiVersion {

@@ -14,6 +14,8 @@ export const ENDPOINT_FILE = "endpoint.json";
 export const CERTIFICATE_FILE = "certificate.pem";
 export const MAX_DESCRIPTOR_BYTES = 4 * 1024;
 export const MAX_CERTIFICATE_BYTES = 16 * 1024;
+/** A process ID is a signed 32-bit pid_t, so a larger pid cannot name a real process. */
+const MAX_PID = 2_147_483_647;
 const MEMBERS = ["api_version", "certificate_sha256", "endpoint", "instance_id", "pid"];
 
 /** A validated `endpoint.json`. */
@@ -52,7 +54,7 @@ export function parseDescriptor(raw: Uint8Array): Descriptor {
   const instanceId = obj["instance_id"];
   if (!isOpaqueId(instanceId)) throw fail("instance_id must be 1-64 characters of [A-Za-z0-9_-]", "instance_id");
   const pid = obj["pid"];
-  if (typeof pid !== "number" || pid <= 0) throw fail("pid must be a positive integer", "pid");
+  if (typeof pid !== "number" || pid <= 0 || pid > MAX_PID) throw fail(`pid must be an integer from 1 to ${MAX_PID}`, "pid");
   if (obj["api_version"] !== API_VERSION) throw fail(`api_version must be "${API_VERSION}"`, "api_version");
   const pin = obj["certificate_sha256"];
   if (!isPin(pin)) throw fail("certificate_sha256 must be 64 lower-case hex characters", "certificate_sha256");
