@@ -12,6 +12,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import time
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ from ..errors import ApiError
 
 _VERSION = 1
 _TTL_SECONDS = 24 * 3600
+# Unpadded base64url, the only spelling ``issue`` writes.
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,16 @@ class TokenCodec:
         return base64.urlsafe_b64encode(body + self._mac(body)).decode().rstrip("=")
 
     def open(self, token: str, application_id: str, statuses: list[str]) -> Cursor:
-        if len(token) > 1024:
+        if len(token) > 1024 or not _TOKEN_CHARS.fullmatch(token):
             raise _invalid()
         try:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         except ValueError:
             raise _invalid() from None
+        # The decoder skips stray characters and ignores the spare low bits of the
+        # last one, so several spellings decode alike: accept only the one issued.
+        if base64.urlsafe_b64encode(raw).decode().rstrip("=") != token:
+            raise _invalid()
         body, mac = raw[:-32], raw[-32:]
         if len(raw) <= 32 or not hmac.compare_digest(mac, self._mac(body)):
             raise _invalid()
