@@ -39,7 +39,11 @@ function children(der: Uint8Array, parent: Element): Element[] {
 
 const BASIC_CONSTRAINTS_OID = [0x55, 0x1d, 0x13];
 
-/** True when the certificate carries a BasicConstraints extension; throws on malformed DER. */
+/**
+ * True when the certificate carries a BasicConstraints extension; throws on malformed DER
+ * and on an extension that appears twice (RFC 5280 allows one of each, and OpenSSL's `ca`
+ * would read only one of two contradicting BasicConstraints).
+ */
 export function hasBasicConstraints(der: Uint8Array): boolean {
   const certificate = element(der, 0, der.length);
   const tbs = children(der, certificate)[0];
@@ -48,13 +52,13 @@ export function hasBasicConstraints(der: Uint8Array): boolean {
   if (extensions === undefined) return false;
   const list = children(der, extensions)[0];
   if (list === undefined) return false;
-  return children(der, list).some((extension) => {
+  const seen = new Set<string>();
+  for (const extension of children(der, list)) {
     const oid = children(der, extension)[0];
-    return (
-      oid !== undefined &&
-      oid.tag === 0x06 &&
-      oid.end - oid.start === BASIC_CONSTRAINTS_OID.length &&
-      BASIC_CONSTRAINTS_OID.every((byte, i) => der[oid.start + i] === byte)
-    );
-  });
+    if (oid?.tag !== 0x06) throw new Error("extension without an OID");
+    const key = Buffer.from(der.subarray(oid.start, oid.end)).toString("hex");
+    if (seen.has(key)) throw new Error("extension present twice");
+    seen.add(key);
+  }
+  return seen.has(Buffer.from(BASIC_CONSTRAINTS_OID).toString("hex"));
 }
