@@ -15,6 +15,7 @@ as before (the baseline of bench_ci).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -49,11 +50,19 @@ def local_wheel(session: nox.Session, folder: Path) -> str:
     """The wheel of ``folder`` for its current content, built now if no session built it yet."""
     digest = content_digest(folder)
     target = cache_dir() / f"{folder.name}-{digest[:20]}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Sessions in parallel lanes (./noxw) that need the same wheel: one builds, the others
+    # wait for it and reuse it.
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _reuse_or_build(session, folder, digest, target)
+
+
+def _reuse_or_build(session: nox.Session, folder: Path, digest: str, target: Path) -> str:
     found = sorted(target.glob("*.whl"))
     if len(found) == 1:
         session.log(f"{folder.relative_to(ROOT)}: reusing {found[0].name} ({digest[:12]})")
         return str(found[0])
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="wheel-", dir=target.parent) as tmp:
         source = Path(tmp) / folder.name
         source.mkdir()

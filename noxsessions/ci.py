@@ -1,20 +1,27 @@
-"""A benchmark of the CI command itself (issue 12 item 5), not in the default run.
+"""The CI command's own benchmark (issue 12 item 5, not in the default run) and the tests of
+the CI's orchestration.
 
-    bench_ci   runs a fixed subset of the default sessions twice per round, each time with
-               fresh nox envdirs and a fresh wheel cache:
-                 baseline  virtualenv + pip (`-db virtualenv`), every session building the
-                           repository's packages from their folders, conformance columns
-                           one after another (`--jobs 1`)
-                 today     nox's default backend (uv), the shared per-content wheels of the
-                           repository's packages, conformance columns in parallel
-               and prints each wall time split into set-up (venv creation, installs, wheel
-               builds, `npm ci`) and the rest, read from nox's timestamped log, plus the
-               today/baseline ratio per round, its median and min-max spread. Rounds
-               alternate which configuration goes first.
+    bench_ci     runs a fixed subset of the default sessions in two configurations per round,
+                 each time with fresh nox envdirs and a fresh wheel cache:
+                   baseline  the issue's starting point: virtualenv + pip (`-db virtualenv`),
+                             every session building the repository's packages from their
+                             folders, sessions one after another (`--lanes 1`, plain nox),
+                             conformance columns one after another (`--jobs 1`)
+                   lanes     today's CI: uv, the shared per-content wheels of the repository's
+                             packages, sessions in parallel lanes (one per CPU, ./noxw's
+                             default), conformance columns in parallel
+                 and prints each wall time, plus the session-seconds spent in set-up (venv
+                 creation, installs, wheel builds, `npm ci`) and in the rest, read from nox's
+                 timestamped logs (in lanes these add up to more than the wall time). Then the
+                 lanes/baseline ratios of the round, their median and min-max spread. Rounds
+                 alternate which configuration goes first.
+    ci_selftest  pytest of noxsessions/_tests: the lanes of a bare ./noxw, their locks, a
+                 failing session's exit status and log, ./noxw's routing of its arguments
 
     ./noxw -s bench_ci                                 # one round
     ./noxw -s bench_ci -- --rounds 3                   # three alternating rounds
     ./noxw -s bench_ci -- --sessions docs_check conformance_lint
+    ./noxw -s bench_ci -- --sessions all               # every default session
 
 Download caches (uv, pip, npm, Go) stay warm for both configurations, as on a developer's
 machine or a CI runner with a cache; node_modules is shared, so `npm ci` is skipped by both.
@@ -40,19 +47,23 @@ import nox
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The subset: every kind of Python set-up the suite has (pinned requirement files, the SDK and
-# the worker package, built wheels for twine) and the conformance matrix, which is a third of
-# the suite's test time; left out are the sessions whose time is all test or all Go/Node
-# (go_tests, typescript_*, worker_fuzz, durability_tests, python_sdk_tox), which both
-# configurations run the same way.
-SUBSET = ["compile_python", "docs_check", "worker_lint", "python_sdk_lint", "conformance_lint", "conformance"]
+# The subset: the test-heavy sessions of every toolchain (tox on four interpreters, the
+# Python SDK's suite, the durability crash tests, go test -race, the TypeScript suite and
+# the conformance matrix, together about three quarters of an idle serial run) and a few
+# light ones with each kind of Python set-up (pinned requirement files, the SDK and the
+# worker package, built wheels for twine), so that lanes have light partners to fill in
+# with, as in the full list.
+SUBSET = [
+    "docs_check", "compile_python", "python_sdk_lint", "python_sdk_tests", "python_sdk_tox",
+    "durability_tests", "go_tests", "typescript_tests", "conformance_lint", "conformance",
+]
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "baseline": {
-        "nox": ["-db", "virtualenv"],
+        "nox": ["--lanes", "1", "-db", "virtualenv"],
         "env": {"COLOSSUS_BUILD_IN_SESSION": "1"},
         "jobs": ["--jobs", "1"],
     },
-    "today": {"nox": [], "env": {}, "jobs": []},
+    "lanes": {"nox": ["--lanes", str(len(os.sched_getaffinity(0)))], "env": {}, "jobs": []},
 }
 LINE = re.compile(r"^nox > \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (.*)$")
 SETUP = re.compile(
@@ -65,50 +76,60 @@ END = re.compile(r"^Session \S+ (was successful|failed|was skipped)")
 @dataclass
 class Timing:
     wall: float
-    setup: float
+    setup: float  # session-seconds in set-up steps
+    busy: float  # session-seconds in sessions (set-up and the rest)
     failed: list[str]
 
     @property
     def rest(self) -> float:
-        return self.wall - self.setup
+        return self.busy - self.setup
 
 
-def split_log(text: str) -> float:
-    """Seconds spent in set-up steps: each timestamped nox line lasts until the next one."""
+def split_log(text: str) -> tuple[float, float]:
+    """(set-up, all) session-seconds: each timestamped nox line lasts until the next one of
+    its session. Sessions run in lanes are printed whole, one after another, so the pairs
+    never cross from one session into another except at an end line, which is skipped."""
     matches = [m for m in map(LINE.match, text.splitlines()) if m]
     stamped = [(datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f"), m[2]) for m in matches]
-    setup = 0.0
+    setup = busy = 0.0
     for (at, message), (until, _next) in itertools.pairwise(stamped):
-        if not END.search(message) and SETUP.search(message):
-            setup += (until - at).total_seconds()
-    return setup
+        if END.search(message):
+            continue
+        seconds = (until - at).total_seconds()
+        busy += seconds
+        if SETUP.search(message):
+            setup += seconds
+    return setup, busy
 
 
 def measure(session: nox.Session, name: str, sessions: list[str], work: Path) -> Timing:
-    """One configuration over the subset, in fresh envdirs; the conformance session gets its
-    own nox invocation so that only it receives the runner's `--jobs`."""
+    """One configuration over the subset, in fresh envdirs and one ./noxw command; the
+    conformance runner's arguments come from the environment, so only it gets them."""
     config = CONFIGURATIONS[name]
-    env = {**os.environ, "COLOSSUS_WHEEL_CACHE": str(work / "wheels"), **config["env"]}
-    base = [str(ROOT / "noxw"), "--no-color", "-ts", "--envdir", str(work / "envs"), *config["nox"]]
-    others = [s for s in sessions if s != "conformance"]
-    commands = [[*base, "-s", *others]] if others else []
-    if "conformance" in sessions:
-        runner = ["--results-dir", str(work / "results"), *config["jobs"]]
-        commands.append([*base, "-s", "conformance", "--", *runner])
+    runner = ["--results-dir", str(work / "results"), *config["jobs"]]
+    env = {
+        **os.environ,
+        "COLOSSUS_WHEEL_CACHE": str(work / "wheels"),
+        "COLOSSUS_CONFORMANCE_ARGS": " ".join(runner),
+        **config["env"],
+    }
+    env.pop("NOXW_LANES", None)
+    command = [str(ROOT / "noxw"), "--no-color", "-ts", "--envdir", str(work / "envs"), *config["nox"], "-s", *sessions]
     log_path = work / "nox.log"
     failed: list[str] = []
     started = time.monotonic()
     with open(log_path, "w") as log:
-        for command in commands:
-            done = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-            if done.returncode != 0:
-                # A failing case still ran to the end, so the time is kept; the verdict is flagged.
-                failed.append(" ".join(command[5:]))
+        done = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     wall = time.monotonic() - started
-    timing = Timing(wall, split_log(log_path.read_text()), failed)
+    text = log_path.read_text(errors="replace")
+    if done.returncode != 0:
+        # A failing session or case still ran to the end, so the time is kept; the verdict is flagged.
+        failed = sorted(set(re.findall(r"Session (\S+) failed", text))) or ["(see the log)"]
+    setup, busy = split_log(text)
+    timing = Timing(wall, setup, busy, failed)
     session.log(
-        f"{name:<8} {timing.wall:6.1f} s  (set-up {timing.setup:5.1f} s, rest {timing.rest:5.1f} s)"
-        f"  log {log_path}"
+        f"{name:<8} wall {timing.wall:6.1f} s; session-seconds: set-up {timing.setup:5.1f}, "
+        f"rest {timing.rest:5.1f}  (log {log_path}; load {os.getloadavg()[0]:.1f})"
     )
     for what in failed:
         session.warn(f"{name}: FAILED (time kept, verdict flagged): {what}")
@@ -117,21 +138,22 @@ def measure(session: nox.Session, name: str, sessions: list[str], work: Path) ->
 
 @nox.session(venv_backend="none")
 def bench_ci(session: nox.Session) -> None:
-    """Prints the wall time of a fixed subset of the CI, baseline configuration vs today's."""
+    """Prints the wall time of the CI (a fixed subset by default), baseline vs lanes."""
     parser = argparse.ArgumentParser(prog="bench_ci")
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--sessions", nargs="+", default=SUBSET)
+    parser.add_argument("--sessions", nargs="+", default=SUBSET, help="names, or `all` for the default list")
     args = parser.parse_args(session.posargs)
-    session.log(f"sessions: {' '.join(args.sessions)}; {args.rounds} round(s), order alternating")
-    results: dict[str, list[Timing]] = {"baseline": [], "today": []}
+    sessions = list(nox.options.sessions or []) if args.sessions == ["all"] else args.sessions
+    session.log(f"sessions: {' '.join(sessions)}; {args.rounds} round(s), order alternating")
+    results: dict[str, list[Timing]] = {"baseline": [], "lanes": []}
     # Logs and conformance results are kept for a look afterwards; the envdirs are not.
     tmp = Path(tempfile.mkdtemp(prefix="bench-ci-"))
     for round_no in range(args.rounds):
-        order = ["baseline", "today"] if round_no % 2 == 0 else ["today", "baseline"]
+        order = ["baseline", "lanes"] if round_no % 2 == 0 else ["lanes", "baseline"]
         for name in order:
             work = tmp / f"round{round_no + 1}-{name}"
             work.mkdir()
-            results[name].append(measure(session, name, args.sessions, work))
+            results[name].append(measure(session, name, sessions, work))
             for scratch in ("envs", "wheels"):
                 shutil.rmtree(work / scratch, ignore_errors=True)
     _report(session, results)
@@ -142,9 +164,9 @@ def _report(session: nox.Session, results: dict[str, list[Timing]]) -> None:
         return f"median {statistics.median(values):6.1f}  (min {min(values):.1f}, max {max(values):.1f})"
 
     for name, timings in results.items():
-        session.log(f"{name:<8} wall {spread([t.wall for t in timings])}")
-        session.log(f"{'':<8} setup {spread([t.setup for t in timings])}")
-        session.log(f"{'':<8} rest  {spread([t.rest for t in timings])}")
+        session.log(f"{name:<8} wall            {spread([t.wall for t in timings])}")
+        session.log(f"{'':<8} set-up (sess-s) {spread([t.setup for t in timings])}")
+        session.log(f"{'':<8} rest   (sess-s) {spread([t.rest for t in timings])}")
 
     flagged = [name for name, timings in results.items() if any(t.failed for t in timings)]
     if flagged:
@@ -153,7 +175,21 @@ def _report(session: nox.Session, results: dict[str, list[Timing]]) -> None:
     def ratio(values: list[float]) -> str:
         return f"median {statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})"
 
-    pairs = list(zip(results["today"], results["baseline"], strict=True))
-    session.log(f"today / baseline, wall:   {ratio([t.wall / b.wall for t, b in pairs])}")
-    if all(b.setup for _t, b in pairs):
-        session.log(f"today / baseline, set-up: {ratio([t.setup / b.setup for t, b in pairs])}")
+    pairs = list(zip(results["lanes"], results["baseline"], strict=True))
+    session.log(f"lanes / baseline, wall:            {ratio([t.wall / b.wall for t, b in pairs])}")
+    if all(b.setup and b.rest for _t, b in pairs):
+        session.log(f"lanes / baseline, set-up sess-s:   {ratio([t.setup / b.setup for t, b in pairs])}")
+        session.log(f"lanes / baseline, rest sess-s:     {ratio([t.rest / b.rest for t, b in pairs])}")
+
+
+DEFAULT_SESSIONS = ["ci_selftest"]
+
+
+@nox.session
+def ci_selftest(session: nox.Session) -> None:
+    """Tests of the CI's own orchestration: the lanes of a bare ./noxw and their locks."""
+    session.install("pytest==9.2.0", "-r", str(ROOT / "noxsessions/requirements.txt"))
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "-q", str(ROOT / "noxsessions/_tests"), *session.posargs,
+        env={"PYTHONPATH": str(ROOT)},
+    )

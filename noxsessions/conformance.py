@@ -3,7 +3,8 @@
     conformance           run every case for every SDK that has a conformance client;
                           arguments after `--` go to the runner, for example
                           `./noxw -s conformance -- --run 'pin-checks.*' --sdk python`
-                          or `./noxw -s conformance -- --list`
+                          or `./noxw -s conformance -- --list`; COLOSSUS_CONFORMANCE_ARGS adds
+                          runner arguments from the environment (for runs of many sessions)
     conformance_lint      ruff (lint + format check) over the runner, its tests and the Python
                           client; mypy --strict over the runner package
     conformance_mutants   the mutation harness (not in the default list): each mutant of
@@ -19,6 +20,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 
 import nox
@@ -38,7 +41,10 @@ def conformance(session: nox.Session) -> None:
     # The runner and the reference worker share one package (exact pins in its
     # pyproject); the Python SDK is the library under test for the Python client.
     install_local(session, "conformance", "sdk/python")
-    session.run("colossus-conformance", "--suite-dir", str(ROOT / "conformance"), *session.posargs)
+    # Runner arguments for a run of many sessions, where `--` would reach every session
+    # (bench_ci: `--results-dir DIR --jobs 1`).
+    extra = shlex.split(os.environ.get("COLOSSUS_CONFORMANCE_ARGS", ""))
+    session.run("colossus-conformance", "--suite-dir", str(ROOT / "conformance"), *extra, *session.posargs)
 
 
 @nox.session

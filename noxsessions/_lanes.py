@@ -1,0 +1,261 @@
+"""Runs nox sessions in parallel lanes: what a bare ./noxw (and so CI) does.
+
+    ./noxw                        every default session, one lane per CPU
+    ./noxw --lanes 3              three lanes
+    ./noxw --lanes 2 -s a b c     only these sessions, in lanes
+    ./noxw --lanes 1              the old serial run: plain nox, nothing of this module
+    NOXW_LANES=1 ./noxw           the same, from the environment
+
+Each session is its own `nox -s NAME` process (with every other nox argument and the
+arguments after `--` passed on), its output captured to `<logdir>/NAME.log` and printed
+whole, between delimiters, as it finishes. The run ends with a table of every session's
+result and seconds in the default order, the full log of every failed session once more,
+and exit status 1 if any failed.
+
+Sessions that write the same files never run at the same time: each holds the locks of
+``LOCKS`` while it runs, and a session waits until none of its locks is held. Sessions in
+``EXCLUSIVE`` run alone (the conformance matrix: its columns already use every CPU, it
+builds the TypeScript and Go clients in the trees other sessions use, and its
+``worker-restart.*`` cases keep time with a restarting worker). Among the sessions that
+may start, the longest (by ``WEIGHTS``, seconds of an idle run) goes first, so the long
+ones do not end up alone at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Shared state in the working tree, and the sessions that write it.
+LOCKS: dict[str, frozenset[str]] = {
+    # sdk/typescript: node_modules (npm ci), dist/ (npm run build), build/ (tsc of the tests).
+    "typescript-tree": frozenset(
+        {"compile_typescript", "typescript_lint", "typescript_tests", "typescript_examples", "conformance"}
+    ),
+    # sdk/python: `python -m build` and tox's package build both write src/*.egg-info and build/.
+    "python-sdk-tree": frozenset({"python_sdk_lint", "python_sdk_tox"}),
+    # sdk/go: builds of the same module and the staticcheck binary under .cache/go-tools. Go's
+    # caches take their own locks; one Go session at a time also keeps go test -race's two
+    # cores to itself.
+    "go-module": frozenset({"compile_go", "go_lint", "go_tests", "conformance"}),
+}
+EXCLUSIVE = frozenset({"conformance"})
+# Seconds per session in an idle serial run (clean clone, 2 cores): only the order of
+# starting depends on them. Unknown sessions count as DEFAULT_WEIGHT.
+WEIGHTS: dict[str, float] = {
+    "check_generated": 22, "compile_python": 4, "compile_typescript": 10, "compile_go": 3,
+    "codegen_tests": 29, "docs_check": 15, "durability_lint": 5, "durability_tests": 60,
+    "go_lint": 2, "go_tests": 36, "python_sdk_lint": 25, "python_sdk_tests": 52,
+    "python_sdk_examples": 12, "python_sdk_tox": 120, "typescript_lint": 40,
+    "typescript_tests": 60, "typescript_examples": 15, "worker_lint": 10, "worker_tests": 90,
+    "worker_fuzz": 60, "conformance_lint": 10, "conformance_selftest": 60, "conformance": 300,
+    "ci_selftest": 5,
+}
+DEFAULT_WEIGHT = 30.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    ok: bool
+    seconds: float
+    log: Path
+
+
+@dataclass
+class Schedule:
+    """Which session may start next, given what runs now (no processes, no clocks)."""
+
+    pending: list[str]
+    running: set[str] = field(default_factory=set)
+
+    @staticmethod
+    def order(names: Sequence[str]) -> list[str]:
+        """Longest first; exclusive sessions after every other one."""
+        return sorted(names, key=lambda n: (n in EXCLUSIVE, -WEIGHTS.get(n, DEFAULT_WEIGHT)))
+
+    def locks_of(self, name: str) -> set[str]:
+        return {lock for lock, holders in LOCKS.items() if name in holders}
+
+    def can_start(self, name: str) -> bool:
+        if any(r in EXCLUSIVE for r in self.running):
+            return False
+        if name in EXCLUSIVE:
+            return not self.running
+        held = set().union(*(self.locks_of(r) for r in self.running))
+        return not (self.locks_of(name) & held)
+
+    def next(self, lanes: int) -> str | None:
+        """The next session to start now, removed from pending, or None."""
+        if len(self.running) >= lanes:
+            return None
+        for name in self.pending:
+            if self.can_start(name):
+                self.pending.remove(name)
+                self.running.add(name)
+                return name
+        return None
+
+    def finished(self, name: str) -> None:
+        self.running.discard(name)
+
+
+Runner = Callable[[str], Outcome]
+
+
+def run_lanes(
+    names: Sequence[str], lanes: int, run_one: Runner, report: Callable[[Outcome], None]
+) -> list[Outcome]:
+    """Runs every session of ``names`` through ``run_one``, at most ``lanes`` at once."""
+    if lanes < 1:
+        raise ValueError(f"lanes must be at least 1, not {lanes}")
+    schedule = Schedule(Schedule.order(names))
+    done: queue.Queue[Outcome] = queue.Queue()
+    outcomes: list[Outcome] = []
+
+    def work(name: str) -> None:
+        try:
+            done.put(run_one(name))
+        except BaseException as exc:  # a broken runner still frees the lane, as a failure
+            done.put(Outcome(name, False, 0.0, Path(os.devnull)))
+            raise exc
+
+    while schedule.pending or schedule.running:
+        while (name := schedule.next(lanes)) is not None:
+            threading.Thread(target=work, args=(name,), daemon=True).start()
+        if not schedule.running:  # nothing runs and nothing can start: a lock cycle cannot happen
+            raise RuntimeError(f"sessions that can never start: {schedule.pending}")
+        outcome = done.get()
+        schedule.finished(outcome.name)
+        outcomes.append(outcome)
+        report(outcome)
+    order = {n: i for i, n in enumerate(names)}
+    return sorted(outcomes, key=lambda o: order[o.name])
+
+
+class NoxRunner:
+    """Runs one session as `nox ... -s NAME -- POSARGS`, its output into a log file."""
+
+    def __init__(self, nox: Sequence[str], options: Sequence[str], posargs: Sequence[str], logdir: Path):
+        self.nox, self.options, self.posargs, self.logdir = list(nox), list(options), list(posargs), logdir
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, name: str) -> Outcome:
+        log = self.logdir / f"{name}.log"
+        command = [*self.nox, *self.options, "-s", name, *(["--", *self.posargs] if self.posargs else [])]
+        started = time.monotonic()
+        print(f"noxw lanes: start {name}", flush=True)
+        with open(log, "wb") as out:
+            # A session group of its own, so an interrupted run can stop it and its children.
+            process = subprocess.Popen(
+                command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            with self.lock:
+                self.processes[name] = process
+            code = process.wait()
+            with self.lock:
+                del self.processes[name]
+        return Outcome(name, code == 0, time.monotonic() - started, log)
+
+    def stop_all(self) -> None:
+        with self.lock:
+            for process in self.processes.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+
+
+def print_log(outcome: Outcome, *, out=sys.stdout) -> None:  # type: ignore[no-untyped-def]
+    verdict = "ok" if outcome.ok else "FAILED"
+    out.write(f"\n===== {outcome.name}: {verdict} in {outcome.seconds:.1f} s ({outcome.log}) =====\n")
+    try:
+        text = outcome.log.read_text(errors="replace")
+    except OSError as exc:
+        text = f"(no log: {exc})\n"
+    out.write(text if text.endswith("\n") or not text else text + "\n")
+    out.write(f"===== end of {outcome.name} =====\n")
+    out.flush()
+
+
+def summary(outcomes: Sequence[Outcome], wall: float, lanes: int, *, out=sys.stdout) -> int:  # type: ignore[no-untyped-def]
+    """Prints the table and every failed log again; returns the exit status."""
+    failed = [o for o in outcomes if not o.ok]
+    for outcome in failed:
+        out.write(f"\n!!!!! {outcome.name} FAILED: its full log again !!!!!")
+        print_log(outcome, out=out)
+    width = max([len(o.name) for o in outcomes] + [7])
+    out.write(f"\n{'session':<{width}}  result  seconds\n")
+    for o in outcomes:
+        out.write(f"{o.name:<{width}}  {'ok' if o.ok else 'FAILED':<6}  {o.seconds:7.1f}\n")
+    busy = sum(o.seconds for o in outcomes)
+    out.write(
+        f"{len(outcomes)} sessions in {wall:.1f} s wall on {lanes} lanes ({busy:.1f} s of sessions); "
+        f"{len(failed)} failed{': ' + ', '.join(o.name for o in failed) if failed else ''}\n"
+    )
+    out.flush()
+    return 1 if failed else 0
+
+
+def default_sessions() -> list[str]:
+    """nox's default list, read from noxfile.py as a bare `nox` would."""
+    sys.path.insert(0, str(ROOT))
+    import nox
+
+    import noxfile  # noqa: F401  (registers the sessions and sets the default list)
+
+    return list(nox.options.sessions or [])
+
+
+def split_arguments(argv: Sequence[str]) -> tuple[int, list[str] | None, list[str], list[str]]:
+    """(lanes, sessions or None for the default list, other nox options, posargs)."""
+    argv = list(argv)
+    posargs: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, posargs = argv[:at], argv[at + 1 :]
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--lanes", type=int, default=None)
+    parser.add_argument("-s", "-e", "--session", "--sessions", nargs="+", dest="sessions", action="extend")
+    known, options = parser.parse_known_args(argv)
+    lanes = known.lanes or int(os.environ.get("NOXW_LANES") or 0) or len(os.sched_getaffinity(0))
+    return lanes, known.sessions, options, posargs
+
+
+def main(argv: Sequence[str], nox: Sequence[str]) -> int:
+    lanes, sessions, options, posargs = split_arguments(argv)
+    names = sessions or default_sessions()
+    logdir = Path(tempfile.mkdtemp(prefix="noxw-lanes-"))
+    runner = NoxRunner(nox, options, posargs, logdir)
+    print(f"noxw lanes: {len(names)} sessions on {lanes} lanes; logs in {logdir}", flush=True)
+    started = time.monotonic()
+
+    def stop(signum: int, _frame: object) -> None:
+        runner.stop_all()
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        outcomes = run_lanes(names, lanes, runner, print_log)
+    except KeyboardInterrupt:
+        runner.stop_all()
+        return 130
+    return summary(outcomes, time.monotonic() - started, lanes)
+
+
+if __name__ == "__main__":
+    # ./noxw calls this with the nox executable first, then its own arguments.
+    sys.exit(main(sys.argv[2:], [sys.argv[1]]))

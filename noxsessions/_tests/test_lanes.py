@@ -1,0 +1,207 @@
+"""Tests of the lane runner behind a bare ./noxw (noxsessions/_lanes.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from noxsessions import _lanes
+from noxsessions._lanes import EXCLUSIVE, LOCKS, Outcome, Schedule, run_lanes
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+class Recorder:
+    """A fake session runner that records every violation of the lane rules it sees."""
+
+    def __init__(self, lanes: int, wait_for: dict[str, str] | None = None) -> None:
+        self.lanes = lanes
+        self.active: set[str] = set()
+        self.started: dict[str, threading.Event] = {}
+        self.wait_for = wait_for or {}
+        self.violations: list[str] = []
+        self.most_at_once = 0
+        self.lock = threading.Lock()
+
+    def event(self, name: str) -> threading.Event:
+        with self.lock:
+            return self.started.setdefault(name, threading.Event())
+
+    def __call__(self, name: str) -> Outcome:
+        with self.lock:
+            for other in self.active:
+                shared = [lock for lock, holders in LOCKS.items() if {name, other} <= holders]
+                if shared:
+                    self.violations.append(f"{name} started while {other} held {shared}")
+                if name in EXCLUSIVE or other in EXCLUSIVE:
+                    self.violations.append(f"{name} and {other} ran together, one is exclusive")
+            self.active.add(name)
+            self.most_at_once = max(self.most_at_once, len(self.active))
+            if len(self.active) > self.lanes:
+                self.violations.append(f"{len(self.active)} sessions on {self.lanes} lanes")
+        self.event(name).set()
+        if name in self.wait_for:
+            # Gives a session that must not overlap this one every chance to start now.
+            self.event(self.wait_for[name]).wait(timeout=0.5)
+        with self.lock:
+            self.active.discard(name)
+        return Outcome(name, name != "bad", 0.0, Path(os.devnull))
+
+
+def test_lock_mates_never_run_together_even_when_lanes_are_free() -> None:
+    # typescript_lint waits for typescript_tests to start: only a broken lock lets it.
+    recorder = Recorder(lanes=4, wait_for={"typescript_lint": "typescript_tests", "go_tests": "go_lint"})
+    names = ["typescript_lint", "typescript_tests", "go_tests", "go_lint", "docs_check"]
+    outcomes = run_lanes(names, 4, recorder, lambda _o: None)
+    assert recorder.violations == []
+    assert [o.name for o in outcomes] == names  # reported in the given order, whatever finished first
+
+
+def test_independent_sessions_do_run_at_once() -> None:
+    # Each waits for the other to start; serial scheduling would leave both events unset.
+    recorder = Recorder(lanes=2, wait_for={"docs_check": "worker_lint", "worker_lint": "docs_check"})
+    run_lanes(["docs_check", "worker_lint"], 2, recorder, lambda _o: None)
+    assert recorder.most_at_once == 2
+    assert recorder.violations == []
+
+
+def test_exclusive_session_runs_alone_and_every_session_runs_once() -> None:
+    names = ["conformance", "docs_check", "worker_lint", "compile_go", "go_lint", "python_sdk_lint"]
+    recorder = Recorder(lanes=3, wait_for={n: "conformance" for n in names if n != "conformance"})
+    reported: list[str] = []
+    outcomes = run_lanes(names, 3, recorder, lambda o: reported.append(o.name))
+    assert recorder.violations == []
+    assert sorted(reported) == sorted(names)
+    assert reported[-1] == "conformance"
+    assert len(outcomes) == len(names)
+
+
+def test_one_lane_is_strictly_serial() -> None:
+    names = ["docs_check", "worker_lint", "compile_python"]
+    recorder = Recorder(lanes=1, wait_for={"docs_check": "worker_lint", "worker_lint": "compile_python"})
+    run_lanes(names, 1, recorder, lambda _o: None)
+    assert recorder.most_at_once == 1
+
+
+def test_schedule_rules() -> None:
+    schedule = Schedule(["go_lint", "docs_check", "conformance"], running={"go_tests"})
+    assert not schedule.can_start("go_lint")  # shares go-module
+    assert schedule.can_start("docs_check")
+    assert not schedule.can_start("conformance")  # waits for an empty machine
+    assert schedule.next(2) == "docs_check"
+    assert schedule.next(3) is None  # go_lint is locked out, conformance waits
+    schedule.finished("go_tests")
+    schedule.finished("docs_check")
+    assert schedule.next(2) == "go_lint"
+    assert schedule.next(2) is None  # conformance still waits for go_lint
+    schedule.finished("go_lint")
+    assert schedule.next(2) == "conformance"
+    assert not schedule.can_start("docs_check")  # nothing starts beside it
+
+
+def test_order_puts_long_sessions_first_and_exclusive_ones_last() -> None:
+    order = Schedule.order(["conformance", "go_lint", "python_sdk_tox", "docs_check"])
+    assert order == ["python_sdk_tox", "docs_check", "go_lint", "conformance"]
+
+
+def test_every_named_session_exists() -> None:
+    # A renamed session would silently lose its lock or its exclusivity.
+    import nox  # noqa: F401
+
+    registered = set(_registered_sessions())
+    named = set(EXCLUSIVE).union(*LOCKS.values(), _lanes.WEIGHTS)
+    assert named - registered == set()
+
+
+def _registered_sessions() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    import nox.registry
+
+    import noxfile  # noqa: F401
+
+    return list(nox.registry.get())
+
+
+def test_failing_session_fails_the_run_and_its_whole_log_is_printed_again(tmp_path: Path) -> None:
+    out = io.StringIO()
+    nox = [sys.executable, str(HERE / "fake_nox.py")]
+    runner = _lanes.NoxRunner(nox, ["--envdir", "somewhere"], ["-k", "x"], tmp_path)
+    outcomes = run_lanes(["good", "bad"], 2, runner, lambda o: _lanes.print_log(o, out=out))
+    status = _lanes.summary(outcomes, 1.0, 2, out=out)
+    text = out.getvalue()
+    assert status == 1
+    assert "fake nox ran bad with --envdir somewhere -s bad -- -k x" in text
+    again = text.split("!!!!! bad FAILED: its full log again !!!!!", 1)[1]
+    assert "fake nox ran bad" in again and "fake nox ran good" not in again
+    assert "===== bad: FAILED" in text and "===== good: ok" in text
+    table = text.split("\nsession ", 1)[1]
+    assert table.index("good") < table.index("bad")  # the given order
+    assert "1 failed: bad" in text
+
+
+def test_all_passing_run_exits_zero(tmp_path: Path) -> None:
+    out = io.StringIO()
+    runner = _lanes.NoxRunner([sys.executable, str(HERE / "fake_nox.py")], [], [], tmp_path)
+    outcomes = run_lanes(["good", "fine"], 2, runner, lambda o: _lanes.print_log(o, out=out))
+    assert _lanes.summary(outcomes, 1.0, 2, out=out) == 0
+    assert "0 failed" in out.getvalue()
+
+
+def test_split_arguments() -> None:
+    lanes, sessions, options, posargs = _lanes.split_arguments(
+        ["--lanes", "3", "--envdir", ".nox-x", "-s", "a", "b", "-db", "virtualenv", "--", "-s", "z"]
+    )
+    assert (lanes, sessions, options, posargs) == (3, ["a", "b"], ["--envdir", ".nox-x", "-db", "virtualenv"], ["-s", "z"])
+    assert _lanes.split_arguments(["-ts"])[1:] == (None, ["-ts"], [])
+
+
+@pytest.fixture
+def fake_root(tmp_path: Path) -> Path:
+    """A copy of ./noxw whose nox and python only say how they were called."""
+    shutil.copy2(ROOT / "noxw", tmp_path / "noxw")
+    (tmp_path / "noxsessions").mkdir()
+    pins = tmp_path / "noxsessions/requirements.txt"
+    pins.write_text("nox\n")
+    bin_dir = tmp_path / ".cache/noxw/bin"
+    bin_dir.mkdir(parents=True)
+    (tmp_path / ".cache/noxw/.pins-sha256").write_text(hashlib.sha256(pins.read_bytes()).hexdigest() + "\n")
+    for tool in ("nox", "python"):
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho {tool} "$@"\n')
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("args", "lanes_env", "expected"),
+    [
+        ([], "2", "lanes"),
+        ([], "1", "nox"),
+        (["--lanes", "1"], "", "nox"),
+        (["--lanes=1", "--envdir", "x"], "", "nox --envdir x"),
+        (["-s", "docs_check"], "2", "nox -s docs_check"),
+        (["--lanes", "2", "-s", "docs_check"], "", "lanes"),
+        (["-l"], "2", "nox -l"),
+        (["--envdir", ".nox-ci", "--", "--lanes", "1"], "2", "lanes"),
+        (["--lanes", "1", "--", "--lanes", "1"], "", "nox -- --lanes 1"),
+    ],
+)
+def test_noxw_routes_bare_runs_to_lanes(fake_root: Path, args: list[str], lanes_env: str, expected: str) -> None:
+    env = {**os.environ, "NOXW_LANES": lanes_env}
+    done = subprocess.run([str(fake_root / "noxw"), *args], env=env, capture_output=True, text=True, check=True)
+    line = done.stdout.strip()
+    if expected == "lanes":
+        assert line.startswith(f"python {fake_root}/noxsessions/_lanes.py {fake_root}/.cache/noxw/bin/nox")
+        assert line.endswith(" ".join(args)) or not args
+    else:
+        assert line == expected
