@@ -94,7 +94,9 @@ def python_sdk_tox(session: nox.Session) -> None:
     with session.chdir(SDK):
         session.run(
             "tox", "-p", "2", "-e", TOX_ENVS, "--workdir", str(work), *session.posargs,
-            env={"PATH": _pyenv_path()},
+            # tox-uv (requirements-tox.txt) finds the interpreters on PATH; one that is missing
+            # must fail, never be downloaded.
+            env={"PATH": _pyenv_path(), "UV_PYTHON_DOWNLOADS": "never"},
         )
 
 
