@@ -94,7 +94,9 @@ def _safe_token(value: object, limit: int) -> str:
 def parse_reply(body: bytes) -> BootstrapReply:
     """Validates one reply frame's body (everything, before anything is used)."""
     obj = load_json_object(body, what="the bootstrap reply", error=SidecarError)
-    if obj.get("version") != BOOTSTRAP_VERSION or isinstance(obj.get("version"), bool):
+    # ``type(...) is int``: 1.0 and True compare equal to 1 but are not the integer 1.
+    version = obj.get("version")
+    if type(version) is not int or version != BOOTSTRAP_VERSION:
         raise SidecarError("the bootstrap reply has an unknown version", reason="BOOTSTRAP_VERSION")
     if "error" in obj:
         error = obj["error"]
