@@ -157,7 +157,9 @@ class Journal:
             except FileNotFoundError:
                 stats.append(None)
             else:
-                stats.append((st.st_ino, st.st_size, st.st_mtime_ns))
+                # The change time too: a writer can put the modification time back
+                # (utime), but setting it moves the change time on again.
+                stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         return data_version, *stats
 
     def trust_epoch(self) -> int:
@@ -172,6 +174,10 @@ class Journal:
         if seen != self._seen:
             self._seen = seen
             self._epoch += 1
+            # Bytes written into the files behind SQLite's back leave its page cache
+            # as it was, so the next verified read would check the cached, unaltered
+            # pages: drop them, and that read sees what is on disk now.
+            self._sql("PRAGMA shrink_memory")
         return self._epoch
 
     @property
