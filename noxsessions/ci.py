@@ -60,7 +60,8 @@ SUBSET = [
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "baseline": {
         "nox": ["--lanes", "1", "-db", "virtualenv"],
-        "env": {"COLOSSUS_BUILD_IN_SESSION": "1"},
+        # tox without tox-uv: its environments made by virtualenv, installs by pip.
+        "env": {"COLOSSUS_BUILD_IN_SESSION": "1", "TOX_OVERRIDE": "testenv.runner=virtualenv"},
         "jobs": ["--jobs", "1"],
     },
     "lanes": {"nox": ["--lanes", str(len(os.sched_getaffinity(0)))], "env": {}, "jobs": []},
