@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { inspect } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { decodeErrorInfo, isRetryable, mapError } from "../src/error-mapping.js";
 import {
@@ -19,6 +20,7 @@ import {
 } from "../src/errors.js";
 import { KeyringCredentialProvider, loadBearer } from "../src/credentials.js";
 import type { ServerInfo } from "../src/models.js";
+import { CreateRunRequestSchema, RespondInteractionRequestSchema } from "../src/gen/colossus/api/v1alpha1/run_service_pb.js";
 import { buildCreateRun, buildListRuns, buildRespond } from "../src/requests.js";
 import { parseStrictObject, JsonFloat, StrictJsonError } from "../src/transport/strict-json.js";
 
@@ -120,6 +122,26 @@ describe("local request checks", () => {
   it("refuses a request over the advertised cap before sending", () => {
     const big = { ...info, limits: { ...info.limits, maxInputBytes: 0, maxRequestBytes: 64 } };
     assert.throws(() => buildCreateRun(big, "key-1", "x".repeat(100), {}, null), (e: unknown) => e instanceof ResourceExhaustedError && e.code === null);
+  });
+
+  it("sends a request of exactly the advertised cap and refuses one byte more (C7)", () => {
+    const uncapped = { ...info, limits: { ...info.limits, maxInputBytes: 0, maxRequestBytes: 0 } };
+    const text = "x".repeat(5000);
+    const size = toBinary(CreateRunRequestSchema, buildCreateRun(uncapped, "key-boundary-0001", text, {}, null)).length;
+    const at = { ...uncapped, limits: { ...uncapped.limits, maxRequestBytes: size } };
+    assert.doesNotThrow(() => buildCreateRun(at, "key-boundary-0001", text, {}, null));
+    const under = { ...uncapped, limits: { ...uncapped.limits, maxRequestBytes: size - 1 } };
+    assert.throws(
+      () => buildCreateRun(under, "key-boundary-0001", text, {}, null),
+      (e: unknown) => e instanceof ResourceExhaustedError && e.reason === "REQUEST_TOO_LARGE",
+    );
+    const answer = { kind: "prompt", choice: "y".repeat(3000) } as const;
+    const answerSize = toBinary(RespondInteractionRequestSchema, buildRespond(uncapped, "run_1", "int_1", answer)).length;
+    assert.doesNotThrow(() => buildRespond({ ...uncapped, limits: { ...uncapped.limits, maxRequestBytes: answerSize } }, "run_1", "int_1", answer));
+    assert.throws(
+      () => buildRespond({ ...uncapped, limits: { ...uncapped.limits, maxRequestBytes: answerSize - 1 } }, "run_1", "int_1", answer),
+      ResourceExhaustedError,
+    );
   });
 
   it("checks list filters and answers", () => {

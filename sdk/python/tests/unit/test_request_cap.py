@@ -1,0 +1,60 @@
+"""C7 at the boundary: a request of exactly the advertised cap is sent, one byte more is not.
+
+A case that only sends far more than the cap cannot notice an off-by-one in the check.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fake_worker import limits
+
+from colossus_agent_client import PromptAnswer, ResourceExhaustedError
+from colossus_agent_client import _models as m
+from colossus_agent_client._convert import server_info
+from colossus_agent_client._requests import build_create_run, build_respond
+from colossus_agent_client.api.v1alpha1 import system_pb2
+
+
+def _info(max_request_bytes: int) -> m.ServerInfo:
+    pb = system_pb2.ServerInfo(
+        instance_id="inst_cap",
+        api_package="colossus.api.v1alpha1",
+        api_version="v1alpha1",
+        api_major=1,
+        limits=limits(max_request_bytes=max_request_bytes),
+    )
+    return server_info(pb)
+
+
+def _create(info: m.ServerInfo) -> int:
+    request = build_create_run(
+        info,
+        idempotency_key="key-boundary-0001",
+        input="x" * 5000,
+        mode=m.RunMode.EXECUTE,
+        research=None,
+        role=None,
+        max_turns=0,
+        session_id=None,
+        end_user_id=None,
+        plan_action=None,
+        trace=None,
+    )
+    return request.ByteSize()
+
+
+def test_a_create_of_exactly_the_cap_is_sent_and_one_byte_more_is_refused() -> None:
+    size = _create(_info(0))
+    assert _create(_info(size)) == size
+    with pytest.raises(ResourceExhaustedError) as caught:
+        _create(_info(size - 1))
+    assert caught.value.reason == "REQUEST_TOO_LARGE"
+
+
+def test_an_answer_of_exactly_the_cap_is_sent_and_one_byte_more_is_refused() -> None:
+    answer = PromptAnswer(choice="y" * 3000)
+    size = build_respond(_info(0), "run_cap", "int_cap", answer).ByteSize()
+    build_respond(_info(size), "run_cap", "int_cap", answer)
+    with pytest.raises(ResourceExhaustedError):
+        build_respond(_info(size - 1), "run_cap", "int_cap", answer)
+
