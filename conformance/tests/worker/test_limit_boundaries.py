@@ -53,7 +53,7 @@ def test_default_active_run_limits_are_exact(make_worker):
     worker = make_worker(apps=apps)
     clients = [worker.client(app) for app in apps]
     held = {app: [] for app in apps}
-    for app, client in zip(apps[:4], clients):
+    for app, client in zip(apps[:4], clients[:4], strict=True):
         for _ in range(8):  # the eighth run of an application is still accepted
             held[app].append(_create_paced(client, script("sleep forever")).run_id)
         assert _refusal(client)["limit"] == "max_active_runs_per_application"
@@ -64,7 +64,7 @@ def test_default_active_run_limits_are_exact(make_worker):
     clients[0].wait_status(held["app1"][0], S.RUN_STATUS_CANCELLED)
     held["app5"].append(_create_paced(clients[4], script("sleep forever")).run_id)
     assert _refusal(clients[4])["limit"] == "max_active_runs"
-    for app, client in zip(apps, clients):
+    for app, client in zip(apps, clients, strict=True):
         for run_id in held[app]:
             client.cancel(run_id)
 

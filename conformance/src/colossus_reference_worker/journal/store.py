@@ -150,7 +150,7 @@ class Journal:
     def _fingerprint(self) -> tuple[Any, ...]:
         """SQLite's count of other connections' commits, and the files' identity."""
         (data_version,) = self._sql("PRAGMA data_version").fetchone()
-        stats: list[tuple[int, int, int] | None] = []
+        stats: list[tuple[int, int, int, int] | None] = []
         for name in self._watched_files:
             try:
                 st = os.stat(name)
