@@ -20,6 +20,7 @@ from h2.settings import SettingCodes
 
 from .config import Limits
 from .handlers.pipeline import ConnectionTable
+from .header_block import keep_request_headers
 from .hooks import WorkerHooks
 from .stream_limit import refuse_excess_streams
 
@@ -121,6 +122,7 @@ class _AppProxy(asyncio.Protocol):
             self._listener.connections.by_peer[self._peer] = self._conn_id
         assert isinstance(transport, asyncio.Transport)
         self._inner.connection_made(_CoalescingTransport(transport))
+        keep_request_headers(self._inner)
         limits = self._listener.limits
         with contextlib.suppress(Exception):
             h2 = self._inner.connection._connection

@@ -32,6 +32,7 @@ from ..errors import (
     internal,
     storage_unavailable,
 )
+from ..header_block import header_list_size, request_header_size
 from ..hooks import WorkerHooks
 
 log = logging.getLogger(__name__)
@@ -101,12 +102,13 @@ class Pipeline:
         """Observe, bound, authenticate and scope-check one call (raises ApiError)."""
         metadata = stream.metadata
         values: list[str] = []
-        header_bytes = 0
+        header_bytes = request_header_size(stream)
         if metadata is not None:
             values = [v if isinstance(v, str) else "" for v in metadata.getall("authorization", [])]
-            header_bytes = sum(len(k) + len(v) + 32 for k, v in metadata.items())
+            if header_bytes is None:  # no listener kept the block: count what is left
+                header_bytes = header_list_size(metadata.items())
         self.hooks.on_rpc(self.connections.conn_id(stream), method, bool(values))
-        if header_bytes > self.config.limits.max_header_bytes:
+        if header_bytes is not None and header_bytes > self.config.limits.max_header_bytes:
             raise ApiError(Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
                            "the request headers are too large", {"limit": "max_header_bytes"})
         try:
