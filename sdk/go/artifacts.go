@@ -13,6 +13,23 @@ import (
 
 const defaultChunkBytes = 64 * 1024
 
+// chunkFraming is the most a chunk message adds to its bytes: one tag byte and a length
+// varint of at most five bytes.
+const chunkFraming = 6
+
+// uploadChunkBytes is the size of each upload chunk: the worker's chunk limit, but small
+// enough that every chunk message also fits the advertised request cap (C7).
+func uploadChunkBytes(l Limits) int {
+	chunk := uint64(defaultChunkBytes)
+	if l.MaxArtifactChunkBytes > 0 {
+		chunk = uint64(l.MaxArtifactChunkBytes)
+	}
+	if l.MaxRequestBytes > chunkFraming && chunk > l.MaxRequestBytes-chunkFraming {
+		chunk = l.MaxRequestBytes - chunkFraming
+	}
+	return int(min(chunk, 1<<30))
+}
+
 // Artifacts is client.Artifacts: size- and digest-bound uploads and verified downloads.
 // Every call needs the worker's artifacts capability and is refused locally without it.
 type Artifacts struct{ c *Client }
@@ -31,10 +48,7 @@ func (a *Artifacts) Upload(ctx context.Context, data []byte, mediaType string, o
 	if err != nil {
 		return nil, err
 	}
-	chunk := int(s.info.Limits.MaxArtifactChunkBytes)
-	if chunk <= 0 {
-		chunk = defaultChunkBytes
-	}
+	chunk := uploadChunkBytes(s.info.Limits)
 	callCtx, cancel := callContext(ctx, a.c.opts, cfg)
 	defer cancel()
 	stream, err := s.artifacts.UploadArtifact(callCtx, s.callOpts...)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	pb "github.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -45,5 +46,28 @@ func TestRequestCapIsExactAtTheBoundary(t *testing.T) {
 	info.Limits.MaxRequestBytes = size - 1
 	if _, err := buildRespond(info, "run_boundary", "int_boundary", answer); !errors.Is(err, ErrResourceExhausted) {
 		t.Fatalf("an answer one byte over the cap: err %v, want ErrResourceExhausted", err)
+	}
+}
+
+// Every upload chunk message fits the advertised request cap, even when the worker's
+// chunk limit is larger than the cap allows.
+func TestUploadChunksFitTheRequestCap(t *testing.T) {
+	for _, l := range []Limits{
+		{MaxArtifactChunkBytes: 256 * 1024, MaxRequestBytes: 64 * 1024},
+		{MaxArtifactChunkBytes: 16 * 1024, MaxRequestBytes: 2 * 1024 * 1024},
+		{MaxArtifactChunkBytes: 0, MaxRequestBytes: 1000},
+		{MaxArtifactChunkBytes: 300, MaxRequestBytes: 0},
+	} {
+		chunk := uploadChunkBytes(l)
+		if chunk <= 0 || (l.MaxArtifactChunkBytes > 0 && uint64(chunk) > uint64(l.MaxArtifactChunkBytes)) {
+			t.Errorf("%+v: chunk %d breaks the chunk limit", l, chunk)
+		}
+		msg := &pb.UploadArtifactRequest{Part: &pb.UploadArtifactRequest_Chunk{Chunk: make([]byte, chunk)}}
+		if size := uint64(proto.Size(msg)); l.MaxRequestBytes > 0 && size > l.MaxRequestBytes {
+			t.Errorf("%+v: a full chunk message is %d bytes, over the request cap", l, size)
+		}
+	}
+	if got := uploadChunkBytes(Limits{MaxArtifactChunkBytes: 256 * 1024, MaxRequestBytes: 64 * 1024}); got != 64*1024-chunkFraming {
+		t.Errorf("chunk %d, want the cap less the framing", got)
 	}
 }

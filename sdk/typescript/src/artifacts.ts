@@ -14,6 +14,19 @@ import { CAP_ARTIFACTS, buildManifest, checkId, requireCapability } from "./requ
 import type { ConnectionSource } from "./watch.js";
 
 const DEFAULT_CHUNK = 64 * 1024;
+/** The most a chunk message adds to its bytes: one tag byte and a length varint of at most five. */
+export const CHUNK_FRAMING = 6;
+
+/**
+ * The size of each upload chunk: the worker's chunk limit, but small enough that every
+ * chunk message also fits the advertised request cap (C7).
+ * @internal
+ */
+export function uploadChunkBytes(limits: Pick<m.Limits, "maxArtifactChunkBytes" | "maxRequestBytes">): number {
+  const chunk = limits.maxArtifactChunkBytes || DEFAULT_CHUNK;
+  const cap = limits.maxRequestBytes;
+  return cap > CHUNK_FRAMING ? Math.min(chunk, cap - CHUNK_FRAMING) : chunk;
+}
 
 /** Options of `artifacts.upload`. */
 export interface UploadOptions extends RequestOptions {
@@ -77,7 +90,7 @@ export class Artifacts {
     const connection = await this.source.connection();
     const digest = createHash("sha256").update(data).digest("hex");
     const manifest = buildManifest(connection.serverInfo, data.length, digest, options.mediaType, options.displayName);
-    const chunk = connection.serverInfo.limits.maxArtifactChunkBytes || DEFAULT_CHUNK;
+    const chunk = uploadChunkBytes(connection.serverInfo.limits);
     // eslint-disable-next-line @typescript-eslint/require-await -- connect takes client streams as AsyncIterables
     async function* messages(): AsyncGenerator<UploadArtifactRequest> {
       yield create(UploadArtifactRequestSchema, { part: { case: "manifest", value: manifest } });

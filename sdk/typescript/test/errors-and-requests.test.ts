@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { inspect } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { decodeErrorInfo, isRetryable, mapError } from "../src/error-mapping.js";
 import {
@@ -20,6 +20,8 @@ import {
 } from "../src/errors.js";
 import { KeyringCredentialProvider, loadBearer } from "../src/credentials.js";
 import type { ServerInfo } from "../src/models.js";
+import { CHUNK_FRAMING, uploadChunkBytes } from "../src/artifacts.js";
+import { UploadArtifactRequestSchema } from "../src/gen/colossus/api/v1alpha1/artifacts_pb.js";
 import { CreateRunRequestSchema, RespondInteractionRequestSchema } from "../src/gen/colossus/api/v1alpha1/run_service_pb.js";
 import { buildCreateRun, buildListRuns, buildRespond } from "../src/requests.js";
 import { parseStrictObject, JsonFloat, StrictJsonError } from "../src/transport/strict-json.js";
@@ -142,6 +144,22 @@ describe("local request checks", () => {
       () => buildRespond({ ...uncapped, limits: { ...uncapped.limits, maxRequestBytes: answerSize - 1 } }, "run_1", "int_1", answer),
       ResourceExhaustedError,
     );
+  });
+
+  it("sizes upload chunks so every chunk message fits the advertised request cap (C7)", () => {
+    for (const limits of [
+      { maxArtifactChunkBytes: 256 * 1024, maxRequestBytes: 64 * 1024 },
+      { maxArtifactChunkBytes: 16 * 1024, maxRequestBytes: 2 * 1024 * 1024 },
+      { maxArtifactChunkBytes: 0, maxRequestBytes: 1000 },
+      { maxArtifactChunkBytes: 300, maxRequestBytes: 0 },
+    ]) {
+      const chunk = uploadChunkBytes(limits);
+      assert.ok(chunk > 0 && (limits.maxArtifactChunkBytes === 0 || chunk <= limits.maxArtifactChunkBytes), JSON.stringify(limits));
+      const message = create(UploadArtifactRequestSchema, { part: { case: "chunk", value: new Uint8Array(chunk) } });
+      const size = toBinary(UploadArtifactRequestSchema, message).length;
+      assert.ok(limits.maxRequestBytes === 0 || size <= limits.maxRequestBytes, `${JSON.stringify(limits)}: ${size} bytes`);
+    }
+    assert.equal(uploadChunkBytes({ maxArtifactChunkBytes: 256 * 1024, maxRequestBytes: 64 * 1024 }), 64 * 1024 - CHUNK_FRAMING);
   });
 
   it("checks list filters and answers", () => {

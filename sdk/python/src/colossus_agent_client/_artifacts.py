@@ -32,6 +32,15 @@ from ._watch import AsyncBackend, SyncBackend
 from .api.v1alpha1 import artifacts_pb2
 
 _DEFAULT_CHUNK = 64 * 1024
+# The most a chunk message adds to its bytes: one tag byte and a length varint of at most five.
+CHUNK_FRAMING = 6
+
+
+def upload_chunk_bytes(limits: m.Limits) -> int:
+    """The worker's chunk limit, made small enough that every chunk message fits the request cap (C7)."""
+    chunk = limits.max_artifact_chunk_bytes or _DEFAULT_CHUNK
+    cap = limits.max_request_bytes
+    return min(chunk, cap - CHUNK_FRAMING) if cap > CHUNK_FRAMING else chunk
 
 
 def _upload_messages(
@@ -48,7 +57,7 @@ def _upload_messages(
         media_type=media_type,
         display_name=display_name,
     )
-    chunk = conn.server_info.limits.max_artifact_chunk_bytes or _DEFAULT_CHUNK
+    chunk = upload_chunk_bytes(conn.server_info.limits)
     messages = [artifacts_pb2.UploadArtifactRequest(manifest=manifest)]
     view = memoryview(data)
     messages.extend(
