@@ -96,6 +96,8 @@ class _CoalescingTransport(asyncio.Transport):
 
 
 _RETIRE_GRACE_SECONDS = 30.0
+# The HTTP/2 client preface (24 bytes) and the header of the SETTINGS frame that must follow.
+_PREFACE_BYTES = 24 + 9
 # HTTP/2 GOAWAY on stream 0: last stream ID 2^31-1, error NO_ERROR.
 _GOAWAY_ANY_STREAM = bytes.fromhex("000008" "07" "00" "00000000" "7fffffff" "00000000")
 
@@ -114,6 +116,8 @@ class _AppProxy(asyncio.Protocol):
         # ``start_tls`` does not call connection_made; bytes that arrive before
         # we do so ourselves are held here.
         self._early: list[bytes] | None = []
+        self._received = 0
+        self._preface_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         ssl_object = transport.get_extra_info("ssl_object")
@@ -135,14 +139,29 @@ class _AppProxy(asyncio.Protocol):
             self._inner.connection.flush()
             refuse_excess_streams(h2)
         self._transport = transport
-        self._age_timer = asyncio.get_running_loop().call_later(
-            limits.max_connection_age_seconds, self._retire
-        )
+        loop = asyncio.get_running_loop()
+        self._age_timer = loop.call_later(limits.max_connection_age_seconds, self._retire)
+        self._preface_timer = loop.call_later(limits.handshake_timeout_seconds,
+                                              self._require_preface)
         version = ssl_object.version() if ssl_object is not None else None
         self._listener.hooks.on_connection(self._conn_id, version, True)
         early, self._early = self._early or [], None
         for chunk in early:
             self._inner.data_received(chunk)
+
+    def _require_preface(self) -> None:
+        """Close a connection that finished TLS but did not start speaking HTTP/2.
+
+        Otherwise a peer could hold a connection slot without a word until the
+        connection's maximum age, and a handful of such peers lock every client out.
+        """
+        self._preface_timer = None
+        if self._received >= _PREFACE_BYTES or self._transport is None:
+            return
+        log.info("refused connection %d: no HTTP/2 preface within %.0f s", self._conn_id,
+                 self._listener.limits.handshake_timeout_seconds, extra={"fields": {
+                     "event": "connection_refused", "reason": "preface_timeout"}})
+        self._transport.abort()
 
     def _retire(self, deadline: float | None = None) -> None:
         """Past the maximum age: ask the client to move on, then close when idle.
@@ -171,6 +190,7 @@ class _AppProxy(asyncio.Protocol):
         self._age_timer = loop.call_later(0.2, self._retire, deadline)
 
     def data_received(self, data: bytes) -> None:
+        self._received += len(data)
         if self._early is not None:
             self._early.append(data)
         else:
@@ -186,8 +206,9 @@ class _AppProxy(asyncio.Protocol):
         self._inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._age_timer is not None:
-            self._age_timer.cancel()
+        for timer in (self._age_timer, self._preface_timer):
+            if timer is not None:
+                timer.cancel()
         self._listener.connections.by_peer.pop(self._peer, None)
         self._slot.release()
         if self._early is None:
