@@ -52,6 +52,9 @@ class TlsIdentity:
         ctx.minimum_version = ssl.TLSVersion.TLSv1_3
         ctx.maximum_version = ssl.TLSVersion.TLSv1_3
         ctx.set_alpn_protocols(["h2"])
+        # No session tickets: a resumed TLS 1.3 session skips the certificate, and
+        # every connection must show a pinning client the leaf it checks.
+        ctx.num_tickets = 0
         load_chain(ctx, self.certificate_pem, self.private_key_pem, self.scratch_dir)
         return ctx
 
