@@ -7,6 +7,7 @@ offers an earlier session still gets a full handshake.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import socket
 import ssl
@@ -18,10 +19,8 @@ def _connect(worker, ctx: ssl.SSLContext, session: ssl.SSLSession | None = None)
     tls = ctx.wrap_socket(raw, server_hostname=host, session=session)
     tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
     tls.settimeout(2)
-    try:
+    with contextlib.suppress(TimeoutError):
         tls.recv(4096)  # the server's SETTINGS; TLS 1.3 tickets would come with it
-    except TimeoutError:
-        pass
     return tls
 
 
