@@ -94,3 +94,29 @@ def test_request_size_is_exact_at_the_length_prefix(make_worker):
         raw.close()
     c = worker.client("app1")
     expect_error(lambda: c.get("run_none"), OK.NOT_FOUND, "RUN_NOT_FOUND")
+
+
+def _create_parts(client, *texts: str, **fields):
+    return client.runs.CreateRun(pb.rs.CreateRunRequest(
+        idempotency_key=uuid.uuid4().hex, input=[S.InputPart(text=t) for t in texts], **fields),
+        metadata=client.md)
+
+
+def test_input_size_and_turns_are_exact(shared_worker):
+    c = shared_worker.client("app1")
+    half = "x" * (MIB // 2)
+    assert _create_parts(c, "x" * MIB).run.run_id          # 1 MiB in one part
+    assert _create_parts(c, half, half).run.run_id         # and summed over parts
+    meta = expect_error(lambda: _create_parts(c, half, half + "x"), OK.INVALID_ARGUMENT,
+                        "INPUT_TOO_LARGE")
+    assert meta == {"field": "input", "limit": "max_input_bytes"}
+    # Bytes of UTF-8, not characters: 2-byte characters reach the limit at half the count.
+    assert _create_parts(c, "é" * (MIB // 2)).run.run_id
+    expect_error(lambda: _create_parts(c, "é" * (MIB // 2) + "x"), OK.INVALID_ARGUMENT,
+                 "INPUT_TOO_LARGE")
+    assert _create_parts(c, "x", max_turns=100).run.max_turns == 100
+    expect_error(lambda: _create_parts(c, "x", max_turns=101), OK.INVALID_ARGUMENT,
+                 "MAX_TURNS_OUT_OF_RANGE")
+    assert _create_parts(c, *["p"] * 128).run.run_id
+    expect_error(lambda: _create_parts(c, *["p"] * 129), OK.INVALID_ARGUMENT,
+                 "INPUT_TOO_MANY_PARTS")
