@@ -73,6 +73,10 @@ WATCH_RUN_METHOD: Final = (
     f"/{run_service_pb2.DESCRIPTOR.services_by_name['RunService'].full_name}/WatchRun"
 )
 """``RunService.WatchRun``, which the watch calls with its own (encoded) response type."""
+GET_RUN_METHOD: Final = (
+    f"/{run_service_pb2.DESCRIPTOR.services_by_name['RunService'].full_name}/GetRun"
+)
+"""``RunService.GetRun``, which the sync watch also sends as a one-answer stream."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +226,16 @@ class SyncConnection(Session):
             WATCH_RUN_METHOD,
             request_serializer=run_service_pb2.WatchRunRequest.SerializeToString,
             response_deserializer=None,
+        )
+        # The watch's closing GetRun, called like a server stream: on the wire it is the
+        # same unary call (one request, one answer, then the status), but grpcio sends it
+        # at once and the watch reads the answer on its own thread. A unary ``future()``
+        # would start a grpcio polling thread for the call, which under load delayed the
+        # request by several milliseconds after the terminal event.
+        self.get_run_in_place = channel.unary_stream(
+            GET_RUN_METHOD,
+            request_serializer=run_service_pb2.GetRunRequest.SerializeToString,
+            response_deserializer=run_service_pb2.GetRunResponse.FromString,
         )
 
     def close(self) -> None:

@@ -213,11 +213,10 @@ def run_event(
     _set_event_run_id(event, pb.run_id if run_id is None else run_id)
     _set_event_sequence(event, pb.sequence if sequence is None else sequence)
     _set_event_payload(event, payload)
-    if pb.HasField("event_time"):
-        ts = pb.event_time
-        _set_event_time(event, ts.seconds * 1_000_000 + ts.nanos // 1000)
-    else:
-        _set_event_time(event, None)
+    # The value first: only a zero time needs HasField to tell "unset" from the epoch.
+    ts = pb.event_time
+    micros = ts.seconds * 1_000_000 + ts.nanos // 1000
+    _set_event_time(event, micros if micros or pb.HasField("event_time") else None)
     return event
 
 

@@ -59,6 +59,17 @@ def _same_event(earlier: bytes, replayed: bytes) -> bool:
     return bool(_decode(earlier).event == _decode(replayed).event)
 
 
+def _only_answer(call: Any) -> run_service_pb2.GetRunResponse:
+    """The one answer of a ``GetRun`` sent as a stream; the call's error if it failed."""
+    answers = iter(call)
+    answer: run_service_pb2.GetRunResponse | None = next(answers, None)
+    if answer is None or next(answers, None) is not None:
+        raise ProtocolViolationError(
+            "GetRun did not answer with exactly one run", reason="GET_RUN_NOT_ONE_ANSWER"
+        )
+    return answer
+
+
 def _new_core(run_id: str, after_sequence: int, policy: RetryPolicy) -> WatchCore[bytes]:
     return WatchCore(run_id, after_sequence, policy, equivalent=_same_event)
 
@@ -236,11 +247,12 @@ class Watch:
         A terminal run never changes again, so this answer is the one a ``GetRun`` sent
         after the stream's close would get; sending it as soon as the caller asks for more
         overlaps its round trip with the end of the stream (a caller that stops at the
-        terminal event sends none). ``None`` when it cannot be sent (the ordinary call
-        then runs).
+        terminal event sends none). It goes out as a one-answer stream
+        (``get_run_in_place``), read later on this thread without a grpcio polling thread.
+        ``None`` when it cannot be sent (the ordinary call then runs).
         """
         try:
-            return conn.runs.GetRun.future(
+            return conn.get_run_in_place(
                 run_service_pb2.GetRunRequest(run_id=self._core.run_id),
                 timeout=conn.options.timeout,
                 metadata=conn.metadata(),
@@ -254,7 +266,7 @@ class Watch:
 
         def attempt() -> Run:
             if first:
-                return _convert.run(first.pop().result().run)
+                return _convert.run(_only_answer(first.pop()).run)
             conn = self._backend.connection()
             response = conn.runs.GetRun(
                 run_service_pb2.GetRunRequest(run_id=self._core.run_id),
