@@ -67,6 +67,30 @@ describe("sidecar bootstrap", () => {
     assert.throws(() => process.kill(pid, 0), "the stand-in worker was killed");
   });
 
+  it("ends the whole process group, a grandchild of the worker included", async () => {
+    const grandchildPid = path.join(dir, "family.grandchild");
+    const file = standIn(
+      "family",
+      `const child = require("node:child_process").spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+fs.writeFileSync(${JSON.stringify(grandchildPid)}, String(child.pid)); setInterval(() => {}, 1000);`,
+    );
+    const error = await start(file, { startupTimeoutMs: 800 });
+    assert.ok(error instanceof SidecarError && error.reason === "BOOTSTRAP_TIMEOUT");
+    const { readFileSync } = await import("node:fs");
+    const pid = Number(readFileSync(grandchildPid, "utf8"));
+    let alive = true;
+    for (let i = 0; i < 50 && alive; i += 1) {
+      await new Promise((r) => setTimeout(r, 100));
+      try {
+        process.kill(pid, 0);
+      } catch {
+        alive = false;
+      }
+    }
+    if (alive) process.kill(pid, "SIGKILL");
+    assert.equal(alive, false, "the worker's own child outlived the sidecar");
+  });
+
   it("refuses a reply with a malformed member, naming nothing secret", async () => {
     const error = await start(standIn("bad", 'reply({ version: 1, endpoint: "https://localhost:1", instance_id: "i", api_version: "v1alpha1", certificate_sha256: "0".repeat(64), certificate_pem: "x", credential_id: "c", bearer: "b".repeat(40) });'));
     assert.ok(error instanceof SidecarError && error.reason === "BOOTSTRAP_ENDPOINT");
