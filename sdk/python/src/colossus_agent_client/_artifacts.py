@@ -37,7 +37,7 @@ CHUNK_FRAMING = 6
 
 
 def upload_chunk_bytes(limits: m.Limits) -> int:
-    """The worker's chunk limit, made small enough that every chunk message fits the request cap (C7)."""
+    """The worker's chunk limit, cut so every chunk message fits the request cap (C7)."""
     chunk = limits.max_artifact_chunk_bytes or _DEFAULT_CHUNK
     cap = limits.max_request_bytes
     return min(chunk, cap - CHUNK_FRAMING) if cap > CHUNK_FRAMING else chunk

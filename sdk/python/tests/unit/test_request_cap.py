@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from fake_worker import limits
 
 from colossus_agent_client import PromptAnswer, ResourceExhaustedError
 from colossus_agent_client import _models as m
@@ -16,6 +15,7 @@ from colossus_agent_client._artifacts import CHUNK_FRAMING, upload_chunk_bytes
 from colossus_agent_client._convert import server_info
 from colossus_agent_client._requests import build_create_run, build_respond
 from colossus_agent_client.api.v1alpha1 import artifacts_pb2, system_pb2
+from fake_worker import limits
 
 
 def _info(max_request_bytes: int) -> m.ServerInfo:
@@ -62,12 +62,13 @@ def test_an_answer_of_exactly_the_cap_is_sent_and_one_byte_more_is_refused() -> 
         build_respond(_info(size - 1), "run_cap", "int_cap", answer)
 
 
-
 @pytest.mark.parametrize(
     ("chunk_limit", "request_cap"),
     [(256 * 1024, 64 * 1024), (16 * 1024, 2 * 1024 * 1024), (0, 1000), (300, 0)],
 )
-def test_every_upload_chunk_message_fits_the_request_cap(chunk_limit: int, request_cap: int) -> None:
+def test_every_upload_chunk_message_fits_the_request_cap(
+    chunk_limit: int, request_cap: int
+) -> None:
     info = _info(request_cap)
     lim = dataclasses.replace(info.limits, max_artifact_chunk_bytes=chunk_limit)
     chunk = upload_chunk_bytes(lim)
