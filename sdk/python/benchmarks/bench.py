@@ -12,6 +12,10 @@
    round each, then rounds that alternate which side goes first; every ratio is printed
    as the median of the per-round ratios with their min-max spread (never a best-of).
    For context, ``watch_ratio_vs_default_stub`` compares with a default-options stub.
+   To show where the gap goes, a fourth side reads the SDK's own channel (through the
+   relay) exactly like the raw stub: ``watch_relay_ratio`` is what the relay costs,
+   ``watch_sdk_vs_relay_ratio`` what the SDK's per-event work and closing GetRun cost;
+   the calling thread's CPU time per event is printed for every side.
 2. Connect time: ``Client.connect`` and ``AsyncClient.connect`` (discovery files -> the
    trust relay's checked TLS 1.3 connection -> channel through the relay -> verified
    GetServerInfo) against a raw TLS channel plus one GetServerInfo, in alternating rounds
@@ -129,6 +133,7 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
                 )
                 default_channel = _raw_channel(worker.api_dir)
                 request = run_service_pb2.WatchRunRequest(run_id=run_id)
+                decode = run_service_pb2.WatchRunResponse.FromString
 
                 def sdk_round() -> tuple[float, float]:
                     started = time.perf_counter()
@@ -139,6 +144,19 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
                             delivered = time.perf_counter() - started
                     assert n == events
                     # Delivery, and complete: with the GetRun reconciliation S1 requires.
+                    return n / delivered, n / (time.perf_counter() - started)
+
+                def relay_round() -> tuple[float, float]:
+                    # The SDK's own channel (through the trust relay), read like the raw
+                    # stub: what the relay costs, without the SDK's per-event work.
+                    conn = client._backend.connection()
+                    started = time.perf_counter()
+                    n, delivered = 0, 0.0
+                    for data in conn.watch_run_encoded(request, metadata=auth):
+                        n += 1
+                        if decode(data).event.sequence == events:
+                            delivered = time.perf_counter() - started
+                    assert n == events
                     return n / delivered, n / (time.perf_counter() - started)
 
                 def raw_round(channel: grpc.Channel) -> Callable[[], tuple[float, float]]:
@@ -159,15 +177,21 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
                 sides = {
                     "sdk": sdk_round,
                     "raw": raw_round(same_channel),
+                    "relay": relay_round,
                     "default": raw_round(default_channel),
                 }
                 for measure in sides.values():
                     measure()  # warm-up: connections, caches, lazy imports
                 rates: dict[str, list[float]] = {name: [] for name in sides}
+                # CPU time of the calling thread per event: what each side costs the
+                # caller, much less sensitive to the machine's load than the rates.
+                cpu_us: dict[str, list[float]] = {name: [] for name in sides}
                 sdk_complete_rates: list[float] = []
                 for i in range(rounds):
                     for name in list(sides) if i % 2 == 0 else list(reversed(sides)):
+                        cpu = time.thread_time()
                         rate, complete = sides[name]()
+                        cpu_us[name].append((time.thread_time() - cpu) * 1e6 / events)
                         rates[name].append(rate)
                         if name == "sdk":
                             sdk_complete_rates.append(complete)
@@ -180,29 +204,36 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
     # Noise on a shared machine moves neighbouring rounds together, so each SDK round is
     # compared with the raw rounds run next to it, and the median of those ratios is taken.
     sdk_rates, raw_rates, default_rates = rates["sdk"], rates["raw"], rates["default"]
-    delivery_ratios = [a / b for a, b in zip(sdk_rates, raw_rates, strict=True)]
-    complete_ratios = [a / b for a, b in zip(sdk_complete_rates, raw_rates, strict=True)]
-    vs_default = [a / b for a, b in zip(sdk_rates, default_rates, strict=True)]
+    relay_rates = rates["relay"]
     return {
         "watch_events": events,
         "watch_sdk_events_per_s": round(statistics.median(sdk_rates)),
         "watch_raw_events_per_s": round(statistics.median(raw_rates)),
-        "watch_ratio": round(_median_ratio(sdk_rates, raw_rates), 3),
-        "watch_ratio_min": round(min(delivery_ratios), 3),
-        "watch_ratio_max": round(max(delivery_ratios), 3),
-        "watch_complete_ratio": round(_median_ratio(sdk_complete_rates, raw_rates), 3),
+        **_ratio("watch_ratio", sdk_rates, raw_rates),
+        **_ratio("watch_complete_ratio", sdk_complete_rates, raw_rates),
         "watch_default_stub_events_per_s": round(statistics.median(default_rates)),
-        "watch_ratio_vs_default_stub": round(_median_ratio(sdk_rates, default_rates), 3),
-        "watch_ratio_vs_default_stub_min": round(min(vs_default), 3),
-        "watch_ratio_vs_default_stub_max": round(max(vs_default), 3),
-        "watch_complete_ratio_min": round(min(complete_ratios), 3),
-        "watch_complete_ratio_max": round(max(complete_ratios), 3),
+        **_ratio("watch_ratio_vs_default_stub", sdk_rates, default_rates),
+        # Where the gap goes: the relay alone (the SDK's channel read like the raw stub)
+        # against the raw stub, and the SDK's per-event work against the relay alone.
+        "watch_relay_events_per_s": round(statistics.median(relay_rates)),
+        **_ratio("watch_relay_ratio", relay_rates, raw_rates),
+        **_ratio("watch_sdk_vs_relay_ratio", sdk_rates, relay_rates),
+        **{
+            f"watch_{name}_caller_cpu_us_per_event": round(statistics.median(values), 2)
+            for name, values in cpu_us.items()
+        },
         **connect,
     }
 
 
-def _median_ratio(numerators: list[float], denominators: list[float]) -> float:
-    return statistics.median([a / b for a, b in zip(numerators, denominators, strict=True)])
+def _ratio(key: str, numerators: list[float], denominators: list[float]) -> dict[str, float]:
+    """The median of the per-round ratios under ``key``, with their min and max."""
+    ratios = [a / b for a, b in zip(numerators, denominators, strict=True)]
+    return {
+        key: round(statistics.median(ratios), 3),
+        f"{key}_min": round(min(ratios), 3),
+        f"{key}_max": round(max(ratios), 3),
+    }
 
 
 def rss_over_long_watch(events: int) -> dict[str, Any]:
@@ -262,20 +293,26 @@ def main() -> None:
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key:<{width}}  {value}")
+    for title, key, target in (
+        ("watch delivery / raw stub", "watch_ratio", "target >= 0.9"),
+        ("watch including its closing GetRun / raw stub", "watch_complete_ratio", "target >= 0.92"),
+        ("watch through the relay alone / raw stub", "watch_relay_ratio", "the relay's share"),
+        ("SDK watch / relay alone", "watch_sdk_vs_relay_ratio", "the per-event work's share"),
+    ):
+        print(
+            f"{title}: median {figures[key]} (min {figures[key + '_min']}, "
+            f"max {figures[key + '_max']}, {args.rounds} alternating rounds; {target})"
+        )
     print(
-        f"watch delivery / raw stub: median {figures['watch_ratio']} "
-        f"(min {figures['watch_ratio_min']}, max {figures['watch_ratio_max']}, "
-        f"{args.rounds} alternating rounds; target >= 0.9)"
+        "caller CPU per event (median, us): "
+        + ", ".join(
+            f"{name} {figures[f'watch_{name}_caller_cpu_us_per_event']}"
+            for name in ("sdk", "relay", "raw", "default")
+        )
     )
     print(
         f"RSS growth {figures['rss_growth_mib']} MiB (target < 5 MiB): "
         f"{'met' if figures['rss_growth_mib'] < 5 else 'NOT met'}"
-    )
-    print(
-        f"watch including its closing GetRun / raw stub: median "
-        f"{figures['watch_complete_ratio']} (min {figures['watch_complete_ratio_min']}, "
-        f"max {figures['watch_complete_ratio_max']}, {args.rounds} alternating rounds; "
-        "target >= 0.92)"
     )
     for name, key in (("Client.connect", "connect"), ("AsyncClient.connect", "async_connect")):
         print(

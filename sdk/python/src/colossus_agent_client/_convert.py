@@ -159,6 +159,7 @@ _set_event_run_id, _set_event_sequence, _set_event_payload, _set_event_time = _s
     m.RunEvent, ("run_id", "sequence", "payload", "event_time_us")
 )
 (_set_delta_text,) = _slot_setters(m.OutputDelta, ("text",))
+_RunEvent, _OutputDelta = m.RunEvent, m.OutputDelta  # one global lookup each per event
 
 
 def _payload(pb: runs_pb2.RunEvent, kind: str | None) -> m.EventPayload | None:
@@ -205,11 +206,11 @@ def run_event(
         kind = pb.WhichOneof("payload")
     payload: m.EventPayload | None
     if kind == "output_delta":
-        payload = _new(m.OutputDelta)
+        payload = _new(_OutputDelta)
         _set_delta_text(payload, pb.output_delta.text)
     else:
         payload = _payload(pb, kind)
-    event: m.RunEvent = _new(m.RunEvent)
+    event: m.RunEvent = _new(_RunEvent)
     _set_event_run_id(event, pb.run_id if run_id is None else run_id)
     _set_event_sequence(event, pb.sequence if sequence is None else sequence)
     _set_event_payload(event, payload)
