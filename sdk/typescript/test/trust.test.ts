@@ -8,6 +8,7 @@ import tls from "node:tls";
 import { after, describe, it } from "node:test";
 import { inspect } from "node:util";
 import {
+  CertificateError,
   Client,
   ColossusError,
   CredentialError,
@@ -149,6 +150,18 @@ describe("the live handshake (C4) and the bearer (C5)", () => {
     const { execFileSync } = await import("node:child_process");
     execFileSync("mkfifo", ["-m", "600", file]);
     await assert.rejects(connectTo(worker), (e: unknown) => e instanceof DescriptorError && /not a regular file/.test(e.message));
+  });
+
+  it("a directory in place of either discovery file is a typed refusal", async () => {
+    for (const [name, type] of [["endpoint.json", DescriptorError], ["certificate.pem", CertificateError]] as const) {
+      const worker = await genuine();
+      const file = path.join(worker.dir, name);
+      await fs.rm(file);
+      await fs.mkdir(file, { mode: 0o700 });
+      const provider = new CountingProvider();
+      await assert.rejects(connectTo(worker, provider), (e: unknown) => e instanceof type && /not a regular file/.test(e.message), name);
+      assert.equal(provider.calls, 0);
+    }
   });
 
   it("a malformed bearer is refused locally without echoing it", async () => {
