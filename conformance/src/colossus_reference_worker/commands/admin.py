@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -48,9 +49,13 @@ def check_fd(fd: int | None) -> None:
     if fd < 0:
         raise UsageError(f"--bearer-fd {fd} is not an open descriptor")
     try:
-        os.fstat(fd)
+        mode = os.fstat(fd).st_mode
     except OSError:
         raise UsageError(f"--bearer-fd {fd} is not an open descriptor") from None
+    # An inherited pipe (or socket) hands the bearer to one reader; a descriptor on a
+    # file or a terminal would leave it on disk or on screen.
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        raise UsageError(f"--bearer-fd {fd} must be a pipe or a socket, not a file or terminal")
 
 
 def delivery_from_args(args: argparse.Namespace) -> Deliver:
