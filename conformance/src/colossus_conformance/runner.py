@@ -237,6 +237,12 @@ class Suite:
             return genuine
         if rule == "other":
             return OTHER_INSTANCE_ID
+        if rule == "swapcase":
+            # The same letters in the other case: an SDK comparing IDs case-insensitively accepts it.
+            return genuine.swapcase()
+        if rule == "prefix":
+            # One character short: an SDK comparing prefixes accepts it.
+            return genuine[:-1]
         return rule
 
     # -- one SDK ---------------------------------------------------------------
