@@ -18,6 +18,10 @@ MAX_STEPS = 20_000
 # Bounds that keep every Run message (and so every ListRuns page of three) far
 # below the advertised response limit.
 MAX_QUESTION_BYTES = 4096
+_ORIGIN_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]")
+# A failure message rides in every Run reply next to up to 1 MiB of output; kept short
+# so a ListRuns page of three runs stays under the 4 MiB response cap.
+MAX_FAILURE_MESSAGE_BYTES = 4096
 MAX_CHOICE_BYTES = 256
 _FAILURE_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 # ASCII digits only (str.isdigit and \d accept other scripts' digits), and short.
@@ -66,6 +70,19 @@ def _origin(value: str, line: int) -> str:
         or parts.fragment
     ):
         raise ScriptError(f"line {line}: an origin is scheme://host[:port] only")
+    # The origin is shown to the application as it is: a DNS name or IP literal of
+    # bounded length and a real port, nothing else.
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+        valid_port = False
+    else:
+        valid_port = port is None or port > 0
+    host = parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc
+    if not valid_port or not _ORIGIN_HOST.fullmatch(host):
+        raise ScriptError(f"line {line}: an origin's host is a DNS name or an IP literal "
+                          f"of at most 253 characters, with a port of 1-65535")
     return f"{parts.scheme}://{parts.netloc}"
 
 
@@ -115,7 +132,11 @@ def _step(words: str, line: int) -> Step:
         code, _, message = rest.partition(" ")
         if not _FAILURE_CODE.fullmatch(code):
             raise ScriptError(f"line {line}: fail CODE [MESSAGE], CODE in [a-z0-9_]")
-        return Step("fail", mode=code, text=_unescape(message.strip()) or "the script failed")
+        text = _unescape(message.strip()) or "the script failed"
+        if len(text.encode()) > MAX_FAILURE_MESSAGE_BYTES:
+            raise ScriptError(f"line {line}: the failure message exceeds "
+                              f"{MAX_FAILURE_MESSAGE_BYTES} bytes")
+        return Step("fail", mode=code, text=text)
     if op in ("effect", "crash", "research") and not rest:
         return Step(op)
     if op == "plan":
