@@ -63,3 +63,14 @@ def test_a_page_of_the_largest_runs_fits_the_response_cap(shared_worker):
     assert len(page.runs) == 3
     assert all(len(r.result.output_text) == 1_040_000 for r in page.runs)
     assert page.ByteSize() < CAP
+
+
+def test_a_research_report_quotes_a_bounded_topic(shared_worker):
+    c = shared_worker.client("app1")
+    topic = "t" * (1024 * 1024 - 200)  # a first line of nearly 1 MiB
+    run = c.create(uuid.uuid4().hex, topic, mode=S.RUN_MODE_RESEARCH,
+                   research=S.ResearchOptions(depth=1, lanes=[S.EVIDENCE_LANE_REPOSITORY])).run
+    final = c.wait_status(run.run_id, S.RUN_STATUS_SUCCEEDED, timeout=60)
+    report = final.result.research.report
+    assert report.startswith("Report on " + "t" * 200 + "...:")
+    assert final.ByteSize() < 4096

@@ -14,6 +14,9 @@ from typing import Any, Protocol
 from .script import Step, is_script, parse
 from .tools import face
 
+# How much of the input's first line a research report quotes as its topic.
+_MAX_TOPIC_CHARS = 200
+
 
 class RunCancelled(Exception):
     """Raised by the context when the run was asked to stop."""
@@ -180,6 +183,10 @@ class Executor:
     def _research_result(self) -> dict[str, Any]:
         research = self._creation.get("research") or {"lanes": [], "depth": 0}
         topic = self._texts[0].splitlines()[0] if self._texts and self._texts[0] else "the question"
+        # The report is both released as text and kept in the result: quoting a whole
+        # 1 MiB first line would double a Run reply and overflow a ListRuns page.
+        if len(topic) > _MAX_TOPIC_CHARS:
+            topic = topic[:_MAX_TOPIC_CHARS] + "..."
         citations = []
         for index, lane in enumerate(research["lanes"], start=1):
             citation = {"lane": lane, "label": f"{lane.lower()} evidence {index}", "url": ""}
