@@ -5,10 +5,17 @@ it ``--rounds`` times with the SDK (``--side sdk``, the default), the raw grpcio
 (``--side raw``) or both in alternating order (``--side both``), printing each round's
 events per second and the CPU time the client process, its calling thread and the
 worker spent. Run it under a sampling profiler to see where a watch spends its time
-across the caller's thread and the trust relay's, for example::
+across the caller's thread and the trust relay's. With py-spy (pinned in
+``requirements-profile.txt``, installed into a venv of its own) and the environment
+``./noxw --envdir .nox-pyperf -s bench_python_sdk`` created::
 
-    py-spy record --threads --idle -o watch.svg -- python benchmarks/profile_watch.py
-Usage: python benchmarks/profile_watch.py [--rounds N] [--side sdk|raw]
+    python -m venv /tmp/spy && /tmp/spy/bin/pip install -r benchmarks/requirements-profile.txt
+    PATH=../../.nox-pyperf/bench_python_sdk/bin:$PATH /tmp/spy/bin/py-spy record --gil \
+        --threads -r 1000 -f raw -o watch.txt -- python benchmarks/profile_watch.py
+
+(run from ``sdk/python``; ``--gil`` counts only the thread holding the GIL, ``--idle``
+instead shows where threads wait).
+Usage: python benchmarks/profile_watch.py [--rounds N] [--side sdk|raw|both]
 """
 
 from __future__ import annotations
