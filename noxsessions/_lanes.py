@@ -59,9 +59,9 @@ WEIGHTS: dict[str, float] = {
     "check_generated": 22, "compile_python": 4, "compile_typescript": 10, "compile_go": 3,
     "codegen_tests": 29, "docs_check": 15, "durability_lint": 5, "durability_tests": 60,
     "go_lint": 2, "go_tests": 36, "python_sdk_lint": 25, "python_sdk_tests": 52,
-    "python_sdk_examples": 12, "python_sdk_tox": 120, "typescript_lint": 40,
-    "typescript_tests": 60, "typescript_examples": 15, "worker_lint": 10, "worker_tests": 90,
-    "worker_fuzz": 60, "conformance_lint": 10, "conformance_selftest": 60, "conformance": 300,
+    "python_sdk_examples": 12, "python_sdk_tox": 120, "typescript_lint": 26,
+    "typescript_tests": 18, "typescript_examples": 24, "worker_lint": 3, "worker_tests": 180,
+    "worker_fuzz": 15, "conformance_lint": 5, "conformance_selftest": 120, "conformance": 270,
     "ci_selftest": 5,
 }
 DEFAULT_WEIGHT = 30.0

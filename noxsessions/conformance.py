@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_SESSIONS = ["conformance_lint", "conformance_selftest", "conformance"]
 LINT_PINS = ROOT / "noxsessions" / "requirements-conformance-lint.txt"
+XDIST_PINS = ROOT / "noxsessions" / "requirements-xdist.txt"
 RUNNER_PATHS = ["src/colossus_conformance", "clients/python", "clients/python-async", "tests/runner"]
 
 
@@ -62,10 +63,12 @@ def conformance_mutants(session: nox.Session) -> None:
 @nox.session
 def conformance_selftest(session: nox.Session) -> None:
     """Unit tests of the runner, plus a mutation check against the real worker and SDK."""
-    session.install("pytest==9.2.0")
+    session.install("pytest==9.2.0", "-r", str(XDIST_PINS))
     install_local(session, "conformance", "sdk/python")
+    # Most of these tests wait on real workers and clients (about 40 s of CPU in 3 minutes),
+    # so four run at once; `-- -n 0` runs them one after another.
     session.run(
-        "pytest", "-p", "no:cacheprovider", "-q",
+        "pytest", "-p", "no:cacheprovider", "-q", "-n", "4", "--dist", "worksteal",
         str(ROOT / "conformance/tests/runner"), *session.posargs,
     )
 

@@ -83,9 +83,13 @@ def load_catalogue(cases_dir: Path) -> list[Case]:
     return cases
 
 
+# libyaml's safe loader when PyYAML has it (ten times faster on the catalogue, same documents).
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_file(path: Path, validator: jsonschema.protocols.Validator) -> list[Case]:
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml.load(path.read_text(), Loader=_SAFE_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         raise CatalogueError(f"{path.name}: not valid YAML: {exc}") from None
     return parse_document(document, validator, path.name)
