@@ -8,8 +8,8 @@ the CI's orchestration.
                              folders, sessions one after another (`--lanes 1`, plain nox),
                              conformance columns one after another (`--jobs 1`)
                    lanes     today's CI: uv, the shared per-content wheels of the repository's
-                             packages, sessions in parallel lanes (one per CPU, ./noxw's
-                             default), conformance columns in parallel
+                             packages, sessions in parallel lanes (./noxw's default: one per
+                             CPU plus one), conformance columns in parallel
                  and prints each wall time, plus the session-seconds spent in set-up (venv
                  creation, installs, wheel builds, `npm ci`) and in the rest, read from nox's
                  timestamped logs (in lanes these add up to more than the wall time). Then the
@@ -45,6 +45,8 @@ from typing import Any
 
 import nox
 
+from noxsessions._lanes import default_lanes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # The subset: the test-heavy sessions of every toolchain (tox on four interpreters, the
@@ -64,7 +66,7 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
         "env": {"COLOSSUS_BUILD_IN_SESSION": "1", "TOX_OVERRIDE": "testenv.runner=virtualenv"},
         "jobs": ["--jobs", "1"],
     },
-    "lanes": {"nox": ["--lanes", str(len(os.sched_getaffinity(0)))], "env": {}, "jobs": []},
+    "lanes": {"nox": ["--lanes", str(default_lanes())], "env": {}, "jobs": []},
 }
 LINE = re.compile(r"^nox > \[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (.*)$")
 SETUP = re.compile(
