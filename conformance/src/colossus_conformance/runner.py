@@ -162,7 +162,9 @@ class Suite:
                 command = worker_command()
                 if "sidecar_fault" in conn:
                     # The record of starts lives next to the state folder, in the runner's scratch.
-                    command = sidecar_fault_command(conn["sidecar_fault"], sidecar_record(state_dir))
+                    command = sidecar_fault_command(
+                        conn["sidecar_fault"], sidecar_record(state_dir), sidecar_children(state_dir)
+                    )
                 connections.append(
                     {
                         "name": conn["name"],
@@ -458,6 +460,7 @@ class Suite:
             c["name"]: {
                 "state_released": state_released(Path(c["state_dir"])),
                 "starts": _line_count(sidecar_record(Path(c["state_dir"]))),
+                **children_facts(sidecar_children(Path(c["state_dir"]))),
             }
             for c in prepared.instruction["connections"]
             if c["placement"] == "sidecar"
@@ -573,6 +576,39 @@ def state_released(state_dir: Path, wait_seconds: float = 10.0) -> bool:
 def sidecar_record(state_dir: Path) -> Path:
     """Where a faulty sidecar worker records its starts (one line each)."""
     return state_dir.with_name(state_dir.name + ".starts")
+
+
+def sidecar_children(state_dir: Path) -> Path:
+    """Where a ``spawn-child`` sidecar worker records the PIDs of its children."""
+    return state_dir.with_name(state_dir.name + ".children")
+
+
+def children_facts(record: Path, wait_seconds: float = 5.0) -> dict[str, int]:
+    """How many children a sidecar worker started and how many still run.
+
+    The SDK signalled its worker's group when the client closed; a signalled child may
+    take a moment to go, so this waits up to ``wait_seconds`` for the count to reach
+    zero. Nothing is reported when the worker started no children.
+    """
+    try:
+        pids = [int(line) for line in record.read_text().split()]
+    except FileNotFoundError:
+        return {}
+    deadline = time.monotonic() + wait_seconds
+    alive = [pid for pid in pids if _running(pid)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [pid for pid in alive if _running(pid)]
+    return {"children": len(pids), "children_alive": len(alive)}
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie (exited, not yet reaped) has ended."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _line_count(path: Path) -> int | None:

@@ -75,7 +75,7 @@ def worker_command() -> list[str]:
     ]
 
 
-def sidecar_fault_command(fault: str, record: Path) -> list[str]:
+def sidecar_fault_command(fault: str, record: Path, children: Path) -> list[str]:
     """A sidecar worker command that misbehaves on purpose (faults/sidecar_wrapper.py)."""
     return [
         sys.executable,
@@ -85,6 +85,8 @@ def sidecar_fault_command(fault: str, record: Path) -> list[str]:
         fault,
         "--record",
         str(record),
+        "--children",
+        str(children),
     ]
 
 

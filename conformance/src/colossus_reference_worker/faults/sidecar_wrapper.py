@@ -12,7 +12,11 @@ Faults (docs/fault-control.md, "Sidecar faults"):
   committed, before answering (the outcome is unknown to the SDK; the run exists);
 - ``crash-loop``: every worker process exits on its first call other than GetServerInfo;
 - ``reply-endpoint-localhost``, ``reply-other-pin``, ``reply-bad-bearer``,
-  ``reply-extra-member``: the bootstrap reply is rewritten before the SDK reads it.
+  ``reply-extra-member``: the bootstrap reply is rewritten before the SDK reads it;
+- ``spawn-child``: before serving, the worker starts a long-lived child in its own
+  process group (as a real worker's tool processes would be) and appends the child's PID
+  to the file named by ``--children``, so the runner can see whether closing the SDK
+  ended it.
 
 Nothing here is reachable from the public API: it exists only when the runner chooses it
 as the worker command.
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +38,10 @@ FAULTS = (
     "reply-other-pin",
     "reply-bad-bearer",
     "reply-extra-member",
+    "spawn-child",
 )
+# Long enough to outlive any case, short enough that a survivor does not linger for long.
+CHILD_SECONDS = 120
 EXIT_FAULT = 70  # the status an injected exit uses, so worker logs name the cause
 
 
@@ -41,6 +50,19 @@ def record_start(path: Path) -> int:
     with open(path, "a") as record:
         record.write(f"{os.getpid()}\n")
     return len(path.read_text().splitlines())
+
+
+def spawn_child(record: Path) -> None:
+    """Starts a child that stays in this process's group, and records its PID."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"import time; time.sleep({CHILD_SECONDS})"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+    )
+    with open(record, "a") as out:
+        out.write(f"{child.pid}\n")
 
 
 def rewrite_reply(fault: str, reply: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +85,8 @@ def arm(fault: str, start: int) -> None:
     from ..hooks import WorkerHooks
     from ..sidecar import main as sidecar_main
 
+    if fault == "spawn-child":
+        return
     if fault.startswith("reply-"):
         write_frame = getattr(sidecar_main, "write_frame")  # noqa: B009 - patched below
 
@@ -89,8 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--sidecar-fault", required=True, choices=FAULTS)
     parser.add_argument("--record", required=True, type=Path)
+    parser.add_argument("--children", type=Path, help="where spawn-child records its child's PID")
     ns, rest = parser.parse_known_args(argv)
     arm(ns.sidecar_fault, record_start(ns.record))
+    if ns.sidecar_fault == "spawn-child":
+        if ns.children is None:
+            parser.error("spawn-child needs --children")
+        spawn_child(ns.children)
     from ..cli import main as worker_main
 
     return worker_main(rest)
