@@ -713,6 +713,7 @@ def merge_observations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "rpc_calls": calls,
         "watch_cursors": list(a.get("watch_cursors", [])) + list(b.get("watch_cursors", [])),
         "bearer_seen": bool(a.get("bearer_seen")) or bool(b.get("bearer_seen")),
+        "silent_closes": int(a.get("silent_closes", 0)) + int(b.get("silent_closes", 0)),
     }
 
 

@@ -46,6 +46,15 @@ class WorkerHooks:
         ``None`` when the handshake failed. Called once per connection.
         """
 
+    def drop_connection(self) -> bool:
+        """Whether to close a just-accepted TCP connection before any TLS byte.
+
+        A worker that accepts and then closes looks, from the client, like a
+        listener that died mid-handshake; the client must not mistake it for a
+        TLS policy refusal. Default: never.
+        """
+        return False
+
     def on_rpc(self, conn_id: int, method: str, bearer_presented: bool) -> None:
         """A request arrived, before authentication.
 

@@ -270,6 +270,12 @@ class Listener:
     def accept(self, transport: asyncio.Transport, inner_factory: Callable[[], Any]) -> None:
         conn_id = next(self._ids)
         log.debug("connection %d accepted", conn_id)
+        if self.hooks.drop_connection():
+            log.info("closed connection %d before the TLS handshake (fault)", conn_id,
+                     extra={"fields": {"event": "connection_refused", "reason": "silent_close"}})
+            transport.close()
+            self.hooks.on_connection(conn_id, None, False)
+            return
         if self.open_connections >= self.limits.max_connections:
             log.info("refused connection %d: max_connections (%d) reached", conn_id,
                      self.limits.max_connections, extra={"fields": {

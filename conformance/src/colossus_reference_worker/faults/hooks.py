@@ -109,6 +109,15 @@ class FaultState:
                 return fault
             return None
 
+    def take_silent_close(self) -> bool:
+        """Consume one armed ``silent_close``; True when this connection must be dropped."""
+        with self.lock:
+            if self.plan.silent_closes <= 0:
+                return False
+            self.plan.silent_closes -= 1
+            self.observations.silent_close()
+            return True
+
     def take_rpc_fault(self, method: str, *, after_commit: bool) -> RpcFault | None:
         """Consume one use of the first matching ``rpc_fail``, if any is left."""
         with self.lock:
@@ -172,6 +181,9 @@ class FaultHooks(WorkerHooks):
 
     def on_connection(self, conn_id: int, tls_version: str | None, handshake_ok: bool) -> None:
         self.state.observations.connection(conn_id, tls_version, handshake_ok)
+
+    def drop_connection(self) -> bool:
+        return self.state.take_silent_close()
 
     def on_rpc(self, conn_id: int, method: str, bearer_presented: bool) -> None:
         self.state.observations.rpc(conn_id, method, bearer_presented)

@@ -53,6 +53,7 @@ class ObservationLog:
         self._rpc_calls: Counter[str] = Counter()
         self._watch_cursors: list[int] = []
         self._bearer_seen = False
+        self._silent_closes = 0
 
     def reset(self) -> None:
         """Start a fresh record (``begin_case``)."""
@@ -86,6 +87,10 @@ class ObservationLog:
                 conn.rpcs.append(method)
                 conn.bearer_presented = conn.bearer_presented or bearer_presented
 
+    def silent_close(self) -> None:
+        with self._lock:
+            self._silent_closes += 1
+
     def watch(self, after_sequence: int) -> None:
         with self._lock:
             self._watch_cursors.append(after_sequence)
@@ -98,4 +103,5 @@ class ObservationLog:
                 "rpc_calls": dict(self._rpc_calls),
                 "watch_cursors": list(self._watch_cursors),
                 "bearer_seen": self._bearer_seen,
+                "silent_closes": self._silent_closes,
             }

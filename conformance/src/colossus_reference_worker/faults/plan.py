@@ -19,7 +19,7 @@ WATCH_KINDS = frozenset(
     {"replay", "replay_altered", "skip", "clean_close", "fail", "stall", "resend_before_cursor",
      "other_run", "after_terminal"}
 )
-ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info"} | REPLY_KINDS
+ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info", "silent_close"} | REPLY_KINDS
 
 # Fields every kind accepts beyond ``kind`` itself.
 _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -37,6 +37,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "download": (frozenset({"mode"}), frozenset({"after_chunks", "code", "reason", "count"})),
     "upload_reply": (frozenset({"mode"}), frozenset({"count"})),
     "list_runs_repeat": (frozenset(), frozenset({"from_call"})),
+    "silent_close": (frozenset(), frozenset({"count"})),
     "server_info": (
         frozenset(),
         frozenset({"instance_id", "api_package", "api_major", "deployment_mode", "capabilities", "limits"}),
@@ -103,6 +104,13 @@ class ServerInfoOverride:
     limits: tuple[tuple[str, int], ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class SilentClose:
+    """Close the next ``count`` accepted connections before the TLS handshake."""
+
+    count: int
+
+
 @dataclass(slots=True)
 class FaultPlan:
     """Everything one case armed."""
@@ -111,6 +119,8 @@ class FaultPlan:
     rpc: list[RpcFault] = field(default_factory=list)
     server_info: ServerInfoOverride | None = None
     replies: list[ReplyFault] = field(default_factory=list)
+    # Accepted TCP connections still to be closed before any TLS byte (silent_close).
+    silent_closes: int = 0
 
     def watch_faults(self, n: int) -> list[WatchFault]:
         """Faults aimed at the n-th watch of the case (1-based)."""
@@ -168,7 +178,7 @@ def method_name(rpc: str) -> str:
     return f"{_METHODS[method]}/{method}"
 
 
-def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyFault:
+def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyFault | SilentClose:
     """Validate one fault object."""
     if not isinstance(obj, dict):
         raise FaultSpecError("each fault must be a JSON object")
@@ -218,6 +228,12 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyF
 
     if kind in REPLY_KINDS:
         return _reply_fault(kind, obj)
+
+    if kind == "silent_close":
+        count = _int(obj, "count", minimum=1) if "count" in obj else 1
+        if count > 64:
+            raise FaultSpecError("silent_close: count must be at most 64")
+        return SilentClose(count)
 
     if kind == "rpc_fail":
         rpc = obj["rpc"]
@@ -298,6 +314,8 @@ def parse_plan(faults: Any) -> FaultPlan:
             plan.rpc.append(fault)
         elif isinstance(fault, ReplyFault):
             plan.replies.append(fault)
+        elif isinstance(fault, SilentClose):
+            plan.silent_closes += fault.count
         else:
             if plan.server_info is not None:
                 raise FaultSpecError("at most one server_info fault per case")
