@@ -29,6 +29,14 @@ from ._certificate import LeafCertificate, sha256_hex
 from ._descriptor import Endpoint
 
 
+class HandshakeDropped(TransportError):
+    """The listener closed the connection mid-handshake and the probe found no TLS 1.2.
+
+    Nothing proves a policy refusal, so this is a worker going away or restarting: the
+    caller may try again (the relay's pre-flight does, within the connect timeout).
+    """
+
+
 @functools.lru_cache(maxsize=8)
 def _tls13_context(anchor: LeafCertificate) -> ssl.SSLContext:
     # Built once per anchor: loading the trust store costs more client time than the rest
@@ -145,12 +153,14 @@ def open_verified(
         raw.close()
         if isinstance(exc, PinMismatchError | TlsPolicyError):
             raise
-        if (
-            not drop_is_refusal
-            and isinstance(exc, ConnectionError)
-            and _answers_tls12(endpoint, timeout)
-        ):
-            raise TlsPolicyError("the worker answers TLS 1.2 but not TLS 1.3") from None
+        # A FIN before any TLS byte surfaces as SSLEOFError, a reset as ConnectionError:
+        # both are a silent drop, which only the probe can tell from a policy refusal.
+        if not drop_is_refusal and isinstance(exc, ConnectionError | ssl.SSLEOFError):
+            if _answers_tls12(endpoint, timeout):
+                raise TlsPolicyError("the worker answers TLS 1.2 but not TLS 1.3") from None
+            raise HandshakeDropped(
+                f"the worker closed the TLS handshake without a word ({type(exc).__name__})"
+            ) from None
         if isinstance(exc, OSError | ssl.SSLError):
             raise _classify(exc, connected=True, drop_is_refusal=drop_is_refusal) from None
         raise

@@ -30,6 +30,7 @@ import socket
 import ssl
 import tempfile
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Final
@@ -37,7 +38,11 @@ from typing import Final
 from .._errors import PinMismatchError, TlsPolicyError, TransportError, TrustError
 from ._certificate import LeafCertificate
 from ._descriptor import Endpoint
-from ._preflight import open_verified
+from ._preflight import HandshakeDropped, open_verified
+
+# Pauses between pre-flight attempts after a silent drop: doubling from the first, capped.
+_DROP_RETRY_FIRST: Final = 0.1
+_DROP_RETRY_CAP: Final = 1.0
 
 # Large reads keep the Python work per byte low: one call moves whatever is ready.
 _CHUNK: Final = 256 * 1024
@@ -151,7 +156,7 @@ class TrustRelay:
         handshake. Raises the typed refusal, exactly like every later connection.
         """
         try:
-            tls = self._verified(drop_is_refusal=False)
+            tls = self._verified_after_drops()
         except BaseException:
             with self._lock:
                 self._preflighting, self._preflight_failed = False, True
@@ -166,6 +171,21 @@ class TrustRelay:
             stale, self._parked = self._parked, tls
         if stale is not None:
             stale.close()
+
+    def _verified_after_drops(self) -> ssl.SSLSocket:
+        """The pre-flight, tried again while the worker drops it silently (it may be
+        restarting), until the connect timeout runs out; a refusal ends it at once."""
+        deadline = time.monotonic() + self._timeout
+        pause = _DROP_RETRY_FIRST
+        while True:
+            try:
+                return self._verified(drop_is_refusal=False)
+            except HandshakeDropped as exc:
+                left = deadline - time.monotonic()
+                if left <= pause or self._closed:
+                    raise TransportError(str(exc)) from None
+            time.sleep(pause)
+            pause = min(pause * 2, _DROP_RETRY_CAP)
 
     def refusal(self) -> TrustError | None:
         """The refusal of the latest checked connection, None once one passed again."""
