@@ -253,6 +253,39 @@ def test_a_preflight_dropped_without_a_tls_byte_is_probed_too(
         listener.close()
 
 
+class ClosesFirstConnections(EchoTlsServer):
+    """Closes its first ``drops`` connections on accept, before a TLS byte, then echoes."""
+
+    def __init__(self, tmp: Path, leaf: Leaf, *, drops: int) -> None:
+        self.drops = drops
+        super().__init__(tmp, leaf, chain=leaf.cert_pem)
+        self.ctx.minimum_version = ssl.TLSVersion.TLSv1_3  # like the worker: the probe fails
+
+    def serve(self, conn: socket.socket) -> None:
+        if self.connections <= self.drops:
+            conn.close()  # nothing read, nothing sent: a FIN the client sees as EOF
+            return
+        super().serve(conn)
+
+
+def test_a_preflight_dropped_once_without_a_tls_byte_is_tried_again(
+    tmp_path: Path, leaf: Leaf
+) -> None:
+    # A worker restarting under the client drops one handshake: connect carries on rather
+    # than failing (or, worse, calling the silence a TLS policy refusal).
+    server = ClosesFirstConnections(tmp_path, leaf, drops=1)
+    relay = _relay(server, leaf)
+    try:
+        relay.preflight()
+        assert relay.refusal() is None
+        # the dropped pre-flight, its probe, and the pre-flight that passed
+        assert server.connections == 3
+        assert _through(relay, b"ping") == b"ping"
+    finally:
+        relay.close()
+        server.close()
+
+
 def test_a_connection_made_during_the_preflight_waits_for_it_and_reuses_it(
     echo: dict[str, EchoTlsServer], leaf: Leaf
 ) -> None:

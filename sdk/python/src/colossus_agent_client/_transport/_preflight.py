@@ -29,7 +29,7 @@ from ._certificate import LeafCertificate, sha256_hex
 from ._descriptor import Endpoint
 
 
-class HandshakeDropped(TransportError):
+class HandshakeDroppedError(TransportError):
     """The listener closed the connection mid-handshake and the probe found no TLS 1.2.
 
     Nothing proves a policy refusal, so this is a worker going away or restarting: the
@@ -158,7 +158,7 @@ def open_verified(
         if not drop_is_refusal and isinstance(exc, ConnectionError | ssl.SSLEOFError):
             if _answers_tls12(endpoint, timeout):
                 raise TlsPolicyError("the worker answers TLS 1.2 but not TLS 1.3") from None
-            raise HandshakeDropped(
+            raise HandshakeDroppedError(
                 f"the worker closed the TLS handshake without a word ({type(exc).__name__})"
             ) from None
         if isinstance(exc, OSError | ssl.SSLError):

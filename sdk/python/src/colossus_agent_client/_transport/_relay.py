@@ -38,7 +38,7 @@ from typing import Final
 from .._errors import PinMismatchError, TlsPolicyError, TransportError, TrustError
 from ._certificate import LeafCertificate
 from ._descriptor import Endpoint
-from ._preflight import HandshakeDropped, open_verified
+from ._preflight import HandshakeDroppedError, open_verified
 
 # Pauses between pre-flight attempts after a silent drop: doubling from the first, capped.
 _DROP_RETRY_FIRST: Final = 0.1
@@ -180,7 +180,7 @@ class TrustRelay:
         while True:
             try:
                 return self._verified(drop_is_refusal=False)
-            except HandshakeDropped as exc:
+            except HandshakeDroppedError as exc:
                 left = deadline - time.monotonic()
                 if left <= pause or self._closed:
                     raise TransportError(str(exc)) from None
