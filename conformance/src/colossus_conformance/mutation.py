@@ -334,7 +334,8 @@ def run_mutant(
     outcomes = []
     all_ids = [c.id for c in all_cases]
     expected = catalogue.select(all_cases, list(mutant.expect))
-    for column in mutant.columns:
+    # Only the columns selected for this run (--column) have a spec.
+    for column in (c for c in mutant.columns if c in specs):
         started = time.monotonic()
         outcome = Outcome(mutant, column)
         usable = [c for c in all_cases if c.id not in (broken or {}).get(column, set())]
