@@ -109,3 +109,18 @@ def test_the_python_list_applies_to_the_sdk() -> None:
         "sidecar",
         "limits",
     }
+
+
+def test_a_mutant_runs_only_in_the_columns_selected(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    flip, _ = mutation.load_list(repo / "list.yaml", repo).mutants
+    seen: list[object] = []
+
+    def fake_first_kill(suite: object, spec: object, *rest: object) -> tuple[list[str], str, list[str]]:
+        seen.append(spec)
+        return ["gap-failure.mid-stream"], "", []
+
+    monkeypatch.setattr(mutation, "first_kill", fake_first_kill)
+    only_demo = {"demo": object()}
+    outcomes = mutation.run_mutant(None, flip, only_demo, [], True)  # type: ignore[arg-type]
+    assert [o.column for o in outcomes] == ["demo"]
+    assert seen == [only_demo["demo"]]
