@@ -66,6 +66,7 @@ def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCe
     extensions, an invalid or unsupported key, malformed fields) becomes a
     :class:`CertificateError`; nothing else escapes.
     """
+    _check_one_der_value(der)
     try:
         _check_leaf(der, endpoint_host)
     except CertificateError:
@@ -80,6 +81,29 @@ def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCe
             raise CertificateError(f"the certificate is malformed ({type(exc).__name__})") from None
         raise
     return LeafCertificate(der=der, sha256=sha256_hex(der))
+
+
+def _check_one_der_value(der: bytes) -> None:
+    """Requires ``der`` to be exactly one DER SEQUENCE, with nothing after it.
+
+    Checked here rather than left to the X.509 parser: older cryptography releases the
+    SDK supports accept trailing bytes (a second certificate in the same armour, say).
+    """
+    if len(der) < 2 or der[0] != 0x30:
+        raise CertificateError("the certificate is not a DER SEQUENCE")
+    first = der[1]
+    if first < 0x80:
+        header, length = 2, first
+    else:
+        count = first & 0x7F
+        # Long form: 1-4 length bytes, minimal (no leading zero, not under 128).
+        if not 1 <= count <= 4 or len(der) < 2 + count or der[2] == 0:
+            raise CertificateError("the certificate's DER length is malformed")
+        header, length = 2 + count, int.from_bytes(der[2 : 2 + count], "big")
+        if length < 0x80:
+            raise CertificateError("the certificate's DER length is malformed")
+    if header + length != len(der):
+        raise CertificateError("the certificate's DER has bytes before or after its one value")
 
 
 @functools.lru_cache(maxsize=16)
