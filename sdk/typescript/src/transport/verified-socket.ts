@@ -8,7 +8,7 @@
  */
 import net from "node:net";
 import tls from "node:tls";
-import { PinMismatchError, TlsPolicyError, TrustError } from "../errors.js";
+import { PinMismatchError, TlsPolicyError, TransportError, TrustError } from "../errors.js";
 import { sha256Hex, type LeafCertificate } from "./certificate.js";
 import type { Endpoint } from "./endpoint.js";
 import { HandshakeReadError, readPresentedChain } from "./handshake-certificates.js";
@@ -142,7 +142,12 @@ export function openVerifiedSocket(
           if (refusal !== null) options.onTrustFailure?.(refusal);
           const pending = held ?? [];
           held = null;
-          for (const [name, values] of pending) emit(name, ...values);
+          for (const [name, values] of pending) {
+            // No refusal: the drop is a retryable transport failure (C4, S1), which the HTTP/2
+            // layer would otherwise report as ABORTED and end a watch with.
+            const dropped = name === "error" && refusal === null;
+            emit(name, ...(dropped ? [new TransportError("the connection was closed before any TLS byte", { code: "UNAVAILABLE", cause: values[0] })] : values));
+          }
         });
         return true;
       }
