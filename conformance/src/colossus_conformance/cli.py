@@ -6,6 +6,7 @@ Examples::
     colossus-conformance --list                   # the catalogue, with per-group counts
     colossus-conformance --run 'watch-dedup.*' --sdk python
     colossus-conformance --jobs 1                 # SDK columns one after another
+    colossus-conformance --jobs 4                 # 4 runners: one per column of a 4-SDK matrix
     colossus-conformance --serve gap-failure.mid-stream --sdk python
 """
 
@@ -72,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         default=columns.default_jobs(),
         metavar="N",
-        help="run N SDK columns at once, each with its own workers and logs/<sdk>/ "
-        "(default: the CPU count, %(default)s here; 1 runs them one after another)",
+        help="run N runners at once, each with its own client, workers and logs; with N at "
+        "least twice the number of SDK columns, each column gets N // columns runners sharing "
+        "its cases (default: 4 per CPU, %(default)s here; 1 runs the columns one after another)",
     )
     p.add_argument(
         "--serve",
@@ -144,7 +146,7 @@ def run(
     options: Options,
     jobs: int = 1,
 ) -> RunVerdict:
-    """Runs ``selected`` for every client, ``jobs`` SDK columns at a time, and merges the verdicts."""
+    """Runs ``selected`` for every client, ``jobs`` runners at a time, and merges the verdicts."""
     return columns.run(all_cases, selected, clients, options, jobs)
 
 

@@ -1,14 +1,18 @@
-"""Runs the SDK columns of one run: one after another, or several at a time.
+"""Runs the SDK columns of one run: one after another, or several runners at a time.
 
-Serial columns share one ``Suite``, so each worker configuration starts once for
-the whole run. Parallel columns cannot share workers: a worker's fault plan is
-armed for one case at a time, so two cases on one worker would see each other's
-faults and observations. Each parallel column therefore gets a suite of its own:
-its own workers (each on an ephemeral port of its own), its own scratch folder
-and its own logs under ``logs/<sdk>/``. Cross-SDK cases need every client at
-once; they run after the columns, serially, in a suite of their own
-(``logs/cross/``). The merged verdict lists results in client order whatever
-order the columns finish in, so the matrix reads the same either way.
+Serial columns (``--jobs 1``) share one ``Suite``, so each worker configuration
+starts once for the whole run. Parallel runners cannot share workers: a worker's
+fault plan is armed for one case at a time, so two cases on one worker would see
+each other's faults and observations. Each runner therefore gets a suite of its
+own: its own client process, its own workers (each on an ephemeral port of its
+own), its own scratch folder and its own logs (``logs/<sdk>/`` for a column's
+first runner, ``logs/<sdk>/runner-<n>/`` for the others). With ``jobs`` at least
+twice the number of columns, each column gets ``jobs // columns`` runners that
+take their cases from one queue (``case_queue``). Cross-SDK cases need every
+client at once; they run after the columns, serially, in a suite of their own
+(``logs/cross/``). The merged verdict lists each column's results in suite order
+and the columns in client order, whatever order the runners finish in, so the
+matrix reads the same either way.
 """
 
 from __future__ import annotations
@@ -24,20 +28,35 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import sdks
+from .case_queue import CaseQueue, longest_first
 from .catalogue import Case
-from .results import CaseResult, RunVerdict
-from .runner import Options, Suite
+from .results import NOT_RUN, CaseResult, RunVerdict
+from .runner import Options, Suite, order_cases
 
 log = logging.getLogger("colossus_conformance")
 
 
 def default_jobs() -> int:
-    """How many columns run at once by default: one per CPU this process may use."""
+    """How many runners work at once by default: four per CPU this process may use.
+
+    A runner spends most of its time waiting (on worker restarts and start-ups, time-outs,
+    a sidecar's crash loop, client round trips): in an idle run of the matrix, 2 columns
+    at a time on 2 CPUs kept them busy about half of the time. Four runners per CPU
+    gives every column of a four-SDK matrix two runners on two CPUs.
+    """
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
-    return max(1, cpus)
+    return max(1, cpus) * RUNNERS_PER_CPU
+
+
+RUNNERS_PER_CPU = 4
+
+
+def runners_per_column(jobs: int, columns: int) -> int:
+    """How many runners share each column: ``jobs`` runners spread over the columns."""
+    return max(1, jobs // max(1, columns))
 
 
 def run(
@@ -47,7 +66,7 @@ def run(
     options: Options,
     jobs: int = 1,
 ) -> RunVerdict:
-    """Runs ``selected`` for every client (``jobs`` columns at a time) and merges the verdicts."""
+    """Runs ``selected`` for every client (``jobs`` runners at a time) and merges the verdicts."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     merged = RunVerdict([])
@@ -58,7 +77,7 @@ def run(
         merged.problems.append("the selection matched no case")
         return merged
     all_ids = [c.id for c in all_cases]
-    if jobs == 1 or len(clients) == 1:
+    if jobs == 1:
         return _serial(selected, clients, options, all_ids)
     return _parallel(selected, clients, options, all_ids, jobs)
 
@@ -81,6 +100,13 @@ def _serial(
     return merged
 
 
+def _build_all(clients: list[sdks.ClientSpec]) -> None:
+    """Builds every client at once (each writes only its own tree) before any column starts."""
+    with ThreadPoolExecutor(max_workers=max(1, len(clients)), thread_name_prefix="build") as pool:
+        for future in [pool.submit(sdks.build, spec) for spec in clients]:
+            future.result()
+
+
 def _parallel(
     selected: list[Case],
     clients: list[sdks.ClientSpec],
@@ -88,43 +114,55 @@ def _parallel(
     all_ids: list[str],
     jobs: int,
 ) -> RunVerdict:
-    # Builds write into the client folders; finish them all before any column starts.
-    for spec in clients:
-        sdks.build(spec)
+    _build_all(clients)
     logs = options.results_dir / "logs"
     shared = dataclasses.replace(options, on_result=_serialised(options.on_result))
     cancelled = threading.Event()
+    per_column = runners_per_column(jobs, len(clients))
+    order = {c.id: i for i, c in enumerate(order_cases(selected))}
+    queues = {spec.sdk: CaseQueue(longest_first(order_cases(selected))) for spec in clients}
     log.info(
-        "running %d columns, %d at a time; each column's logs are under %s/<sdk>/",
+        "running %d columns, %d runner(s) each, %d runner(s) at a time; "
+        "each column's logs are under %s/<sdk>/ (runner n > 1: <sdk>/runner-n/)",
         len(clients),
-        min(jobs, len(clients)),
+        per_column,
+        min(jobs, len(clients) * per_column),
         logs,
     )
 
-    def column(spec: sdks.ClientSpec) -> RunVerdict:
-        started = time.monotonic()
-        suite = _suite(selected, shared, logs / spec.sdk)
+    def runner(spec: sdks.ClientSpec, number: int) -> RunVerdict:
+        folder = logs / spec.sdk if number == 1 else logs / spec.sdk / f"runner-{number}"
+        suite = _suite(selected, shared, folder)
         try:
-            verdict = suite.run_sdk(spec, all_ids, stop=lambda _result: cancelled.is_set())
+            return suite.run_sdk(
+                spec, all_ids, stop=lambda _result: cancelled.is_set(), queue=queues[spec.sdk]
+            )
         finally:
             suite.close()
-        tally = Counter(r.status for r in verdict.results)
-        summary = ", ".join(f"{n} {status.lower()}" for status, n in sorted(tally.items()))
-        log.info("[%s] column finished in %.0fs: %s", spec.sdk, time.monotonic() - started, summary)
-        return verdict
 
-    merged = RunVerdict([])
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="column") as pool:
-        futures = [pool.submit(column, spec) for spec in clients]
+    started = time.monotonic()
+    work = [(spec, n) for n in range(1, per_column + 1) for spec in clients]
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="runner") as pool:
+        futures = [(spec, pool.submit(runner, spec, n)) for spec, n in work]
         try:
-            verdicts = [f.result() for f in futures]
+            finished = [(spec, f.result()) for spec, f in futures]
         except BaseException:
-            # Ctrl-C or a runner error: let the other columns stop after their current case.
+            # Ctrl-C or a runner error: let the other runners stop after their current case.
             cancelled.set()
             raise
-    for verdict in verdicts:
-        merged.results.extend(verdict.results)
-        merged.problems.extend(verdict.problems)
+
+    merged = RunVerdict([])
+    for spec in clients:
+        column = [v for s, v in finished if s.sdk == spec.sdk]
+        results = [r for v in column for r in v.results] + _not_run(spec, queues[spec.sdk], shared)
+        results.sort(key=lambda r: order[r.case_id])
+        merged.results.extend(results)
+        for problem in (p for v in column for p in v.problems):
+            if problem not in merged.problems:  # each runner checks the known-failure list
+                merged.problems.append(problem)
+        tally = Counter(r.status for r in results)
+        summary = ", ".join(f"{n} {status.lower()}" for status, n in sorted(tally.items()))
+        log.info("[%s] column: %s (columns done after %.0fs)", spec.sdk, summary, time.monotonic() - started)
     cross_suite = _suite(selected, shared, logs / "cross")
     try:
         merged.results.extend(cross_suite.run_cross(clients).results)
@@ -132,6 +170,22 @@ def _parallel(
     finally:
         cross_suite.close()
     return merged
+
+
+def _not_run(spec: sdks.ClientSpec, queue: CaseQueue, options: Options) -> list[CaseResult]:
+    """The cases left in a column's queue once every one of its runners gave up."""
+    left = [c for c in queue.drain() if not c.cross_sdk]
+    reason = "; ".join(dict.fromkeys(queue.abandoned)) or "no runner took it"
+    results = [
+        CaseResult(
+            spec.sdk, c.id, c.group, c.level, NOT_RUN, reason=reason, requirements=", ".join(c.requirements)
+        )
+        for c in left
+    ]
+    for result in results:
+        if options.on_result:
+            options.on_result(result)
+    return results
 
 
 def _suite(selected: list[Case], options: Options, log_dir: Path) -> Suite:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import assertions, discovery, known_failures, scripts, sync_points
+from .case_queue import CaseQueue
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
@@ -255,11 +256,14 @@ class Suite:
         all_case_ids: list[str],
         only: list[Case] | None = None,
         stop: Callable[[CaseResult], bool] | None = None,
+        queue: CaseQueue | None = None,
     ) -> RunVerdict:
         """Runs the suite's cases (or ``only`` those, in suite order) through one client.
 
         ``stop`` ends the run early once it returns true for a result (the mutation
-        harness stops at the first case that kills a mutant).
+        harness stops at the first case that kills a mutant). With ``queue`` the cases
+        come from that queue, shared with other runners of the same column; a runner
+        whose client dies returns its case to the queue and stops taking more.
         """
         wanted = None if only is None else {c.id for c in only}
         entries = known_failures.load(self.options.known_failures_dir / f"{spec.sdk}.yaml", spec.sdk)
@@ -270,10 +274,16 @@ class Suite:
         results: list[CaseResult] = []
         client: ClientProcess | None = self._start_client(spec)
         dead_reason = "" if client else "client failed to start"
-        for case in self.cases:
+        for case in self.cases if queue is None else queue:
             if (wanted is not None and case.id not in wanted) or case.cross_sdk:
                 continue
             if results and stop is not None and stop(results[-1]):
+                if queue is not None:
+                    queue.put_back(case)
+                break
+            if client is None and queue is not None:
+                queue.put_back(case)
+                queue.give_up(dead_reason)
                 break
             if client is None:
                 results.append(

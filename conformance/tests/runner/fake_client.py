@@ -4,13 +4,14 @@ It speaks the client protocol and behaves according to the case ID:
 ``...crash...`` exits mid-case, ``...hang...`` never answers, ``...garbage...``
 writes a non-JSON line, ``...leak...`` echoes its bearer into an error
 message, ``...rendezvous...`` answers only once ``FAKE_RENDEZVOUS_COUNT`` clients
-have reached that case (each leaves a file named ``FAKE_CLIENT_NAME`` in
-``FAKE_RENDEZVOUS_DIR``); anything else answers every step with ``{"echo": args}``.
+have reached that case (each process leaves a file named ``FAKE_CLIENT_NAME-<pid>``
+in ``FAKE_RENDEZVOUS_DIR``); anything else answers every step with ``{"echo": args}``.
 """
 
 import argparse
 import json
 import os
+import re
 import struct
 import sys
 import time
@@ -28,10 +29,14 @@ def read_frame(fd):
 
 
 def rendezvous(case):
-    """Waits (until the runner's timeout kills it) for every client to reach this case."""
-    folder = os.path.join(os.environ["FAKE_RENDEZVOUS_DIR"], case)
+    """Waits (until the runner's timeout kills it) for every client to reach this case.
+
+    Cases ``X-1``, ``X-2``... meet at ``X``, and each client process counts once, so
+    two runners of one column meet when they run two such cases at the same time.
+    """
+    folder = os.path.join(os.environ["FAKE_RENDEZVOUS_DIR"], re.sub(r"-\d+$", "", case))
     os.makedirs(folder, exist_ok=True)
-    open(os.path.join(folder, os.environ["FAKE_CLIENT_NAME"]), "w").close()
+    open(os.path.join(folder, f"{os.environ['FAKE_CLIENT_NAME']}-{os.getpid()}"), "w").close()
     while len(os.listdir(folder)) < int(os.environ["FAKE_RENDEZVOUS_COUNT"]):
         time.sleep(0.05)
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from colossus_conformance import catalogue, cli, columns
+from colossus_conformance.case_queue import longest_first
 from colossus_conformance.results import FAIL, NOT_RUN, PASS
 from colossus_conformance.runner import Options
 from colossus_conformance.sdks import ClientSpec, discover
@@ -133,8 +134,8 @@ def test_jobs_below_one_are_refused(tmp_path, validator, capsys):
 
 def test_default_jobs_follow_the_cpus_this_process_may_use(monkeypatch):
     monkeypatch.setattr(columns.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
-    assert columns.default_jobs() == 3
-    assert cli.build_parser().parse_args([]).jobs == 3
+    assert columns.default_jobs() == 3 * columns.RUNNERS_PER_CPU
+    assert cli.build_parser().parse_args([]).jobs == 3 * columns.RUNNERS_PER_CPU
 
 
 @pytest.fixture
@@ -167,3 +168,74 @@ def test_parallel_columns_get_workers_of_their_own(tmp_path, real_clients):
     ]
     assert len(starts) == 2
     assert len({line.split("--state-dir ")[1].split()[0] for line in starts}) == 2
+
+
+def test_runners_of_one_column_share_its_cases_at_the_same_time(tmp_path, validator):
+    # Two cases that meet at one rendezvous: they pass only if two runners of the
+    # single column run them at once, each with a client process of its own.
+    ids = ["selftest.rendezvous-1", "selftest.rendezvous-2", "selftest.one", "selftest.two"]
+    cases = make_cases(validator, ids, timeout_seconds=60)
+    verdict = cli.run(cases, cases, fakes(tmp_path, ["fake-a"], expected=2), options(tmp_path), jobs=2)
+    assert table(verdict) == [("fake-a", case_id, PASS) for case_id in ids]
+    logs = tmp_path / "results" / "logs" / "fake-a"
+    ran = [
+        json.loads(line)["instruction"]["case"]
+        for folder in (logs, logs / "runner-2")
+        for line in (folder / "fake-a-cases.jsonl").read_text().splitlines()
+    ]
+    assert sorted(ran) == sorted(ids), "each case runs exactly once, in one of the two runners"
+
+
+def test_one_runner_per_column_does_not_meet_itself(tmp_path, validator):
+    # The control for the test above: with one runner the first case waits in vain.
+    ids = ["selftest.rendezvous-1", "selftest.rendezvous-2"]
+    cases = make_cases(validator, ids, timeout_seconds=1)
+    verdict = cli.run(cases, cases, fakes(tmp_path, ["fake-a"], expected=2), options(tmp_path), jobs=1)
+    assert table(verdict)[0] == ("fake-a", "selftest.rendezvous-1", FAIL)
+
+
+def test_shared_columns_give_the_serial_verdicts_in_suite_order(tmp_path, validator):
+    ids = ["selftest.one", "selftest.leak", "selftest.two", "selftest.three", "selftest.four"]
+    cases = make_cases(validator, ids)
+    # A longer time-out goes first in the queue, yet the verdict keeps the suite's order.
+    object.__setattr__(cases[3], "timeout_seconds", 9.0)
+    names = ["fake-b", "fake-a"]
+    serial = cli.run(cases, cases, fakes(tmp_path / "s", names), options(tmp_path / "s"), jobs=1)
+    shared = cli.run(cases, cases, fakes(tmp_path / "p", names), options(tmp_path / "p"), jobs=6)
+    assert table(shared) == table(serial)
+    assert [r.case_id for r in shared.results] == ids * 2
+
+
+def test_a_runner_whose_client_crashed_leaves_the_rest_to_the_others(tmp_path, validator):
+    ids = ["selftest.crash", "selftest.one", "selftest.two", "selftest.three"]
+    cases = make_cases(validator, ids)
+    verdict = cli.run(cases, cases, fakes(tmp_path, ["fake-a"]), options(tmp_path), jobs=2)
+    statuses = dict((case_id, status) for _sdk, case_id, status in table(verdict))
+    assert statuses["selftest.crash"] == FAIL
+    assert [statuses[c] for c in ids[1:]] == [PASS, PASS, PASS]
+
+
+def test_a_column_whose_runners_all_died_reports_the_rest_not_run(tmp_path, validator):
+    ids = ["selftest.crash-1", "selftest.crash-2", "selftest.one", "selftest.two"]
+    cases = make_cases(validator, ids)
+    verdict = cli.run(cases, cases, fakes(tmp_path, ["fake-a"]), options(tmp_path), jobs=2)
+    assert table(verdict) == [
+        ("fake-a", "selftest.crash-1", FAIL),
+        ("fake-a", "selftest.crash-2", FAIL),
+        ("fake-a", "selftest.one", NOT_RUN),
+        ("fake-a", "selftest.two", NOT_RUN),
+    ]
+    assert all("crashed during selftest.crash-" in r.reason for r in verdict.results[2:])
+
+
+def test_longest_time_outs_are_queued_first_in_suite_order_otherwise(validator):
+    cases = make_cases(validator, ["selftest.a", "selftest.b", "selftest.c"])
+    object.__setattr__(cases[2], "timeout_seconds", 30.0)
+    assert [c.id for c in longest_first(cases)] == ["selftest.c", "selftest.a", "selftest.b"]
+
+
+def test_runners_per_column_spread_the_jobs():
+    assert columns.runners_per_column(8, 4) == 2
+    assert columns.runners_per_column(2, 4) == 1
+    assert columns.runners_per_column(7, 3) == 2
+    assert columns.runners_per_column(2, 1) == 2
