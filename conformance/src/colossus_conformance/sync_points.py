@@ -7,8 +7,9 @@ delivered events to stop. The client writes a ``sync`` line there and waits;
 the runner stops the worker (gracefully or with SIGKILL, optionally into a
 wrong listener), releases the client, and brings the worker back after
 ``down_seconds`` (a number, or ``until_result``: only once the client has
-reported). The client then carries on with the same SDK client and the same
-in-flight watch, which is what a restart really looks like to an application.
+reported), optionally dropping its first ``silent_closes`` connections silently.
+The client then carries on with the same SDK client and the same in-flight watch,
+which is what a restart really looks like to an application.
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ def check_plan(steps: list[dict[str, Any]], cross_sdk: bool) -> None:
             ):
                 raise SyncPlanError(
                     f"step {step['id']}: down_seconds must be 0-60 seconds or {UNTIL_RESULT!r}, not {down!r}"
+                )
+            silent = args.get("silent_closes", 0)
+            if silent and not is_bound(step):
+                raise SyncPlanError(f"step {step['id']}: silent_closes needs at_sync")
+            if isinstance(silent, bool) or not isinstance(silent, int) or not 0 <= silent <= 64:
+                raise SyncPlanError(
+                    f"step {step['id']}: silent_closes must be an integer 0-64, not {silent!r}"
                 )
         seen.append(step["id"])
     unbound = sorted(points - set(bound))
@@ -192,7 +200,9 @@ class SyncActions:
         assert self.worker is not None
         down = round(time.monotonic() - stopped, 3)
         try:
-            self.worker.start()
+            # silent_closes: the fresh worker drops its first connections before any TLS
+            # byte, armed at start-up since the client may reconnect before any begin_case.
+            self.worker.start(silent_closes=action.get("args", {}).get("silent_closes", 0))
             if self.worker.control is not None:
                 # The client may reconnect before the case is armed again: keep what
                 # this fresh worker saw since it started.

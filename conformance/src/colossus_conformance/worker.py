@@ -176,10 +176,13 @@ class ManagedWorker:
 
     # -- process ---------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, silent_closes: int = 0) -> None:
+        """Starts the worker; ``silent_closes`` first connections are dropped before any TLS byte."""
         argv = [*worker_command(), *self.base_args(), "--fault-control-socket", str(self.fault_socket)]
         if self.variant:
             argv += ["--fault-listener", self.variant]
+        if silent_closes:
+            argv += ["--fault-silent-close", str(silent_closes)]
         for name, value in sorted(self.limits.items()):
             argv += ["--limit", f"{name}={value}"]
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
