@@ -1,7 +1,7 @@
 """Fault injection for the conformance suite (W15), off unless asked for.
 
 Started only by ``--fault-control-socket PATH`` (and optionally
-``--fault-listener VARIANT``). :func:`enable` builds the hooks object the
+``--fault-listener VARIANT`` and ``--fault-silent-close N``). :func:`enable` builds the hooks object the
 server is started with and the control socket that arms them; the RPC handlers
 never import this package.
 """
@@ -30,15 +30,23 @@ __all__ = [
 ]
 
 
+# Most connections ``--fault-silent-close`` may drop (as for the ``silent_close`` fault).
+MAX_STARTUP_SILENT_CLOSES = 64
+
+
 def enable(
-    socket_path: str, listener: str | None = None
+    socket_path: str, listener: str | None = None, silent_closes: int = 0
 ) -> tuple[FaultHooks, FaultControlServer]:
     """Hooks plus a started control server sharing one :class:`FaultState`.
 
-    The caller passes the hooks to the server and closes the control server
-    when the worker stops.
+    ``silent_closes`` connections accepted first are closed before any TLS byte, even
+    before a case is armed (a restart whose client reconnects at once). The caller passes
+    the hooks to the server and closes the control server when the worker stops.
     """
+    if not 0 <= silent_closes <= MAX_STARTUP_SILENT_CLOSES:
+        raise ValueError(f"--fault-silent-close must be 1 to {MAX_STARTUP_SILENT_CLOSES}")
     state = FaultState()
+    state.startup_silent_closes = silent_closes
     hooks = FaultHooks(state, ListenerVariant(listener) if listener else None)
     control = FaultControlServer(socket_path, state)
     control.start()
@@ -54,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fault-listener", choices=[v.value for v in ListenerVariant],
                        help="serve a deliberately wrong TLS listener (needs "
                             "--fault-control-socket)")
+    group.add_argument("--fault-silent-close", type=int, metavar="N",
+                       help="close the first N connections accepted after start-up before "
+                            f"any TLS byte (1-{MAX_STARTUP_SILENT_CLOSES}; needs "
+                            "--fault-control-socket)")
 
 
 def hooks_from_args(
@@ -62,8 +74,13 @@ def hooks_from_args(
     """``(hooks, control)`` when fault injection was asked for, else ``(None, None)``."""
     path = getattr(args, "fault_control_socket", None)
     listener = getattr(args, "fault_listener", None)
+    silent_closes = getattr(args, "fault_silent_close", None)
     if path is None:
         if listener is not None:
             raise ValueError("--fault-listener needs --fault-control-socket")
+        if silent_closes is not None:
+            raise ValueError("--fault-silent-close needs --fault-control-socket")
         return None, None
-    return enable(path, listener)
+    if silent_closes is not None and silent_closes < 1:
+        raise ValueError(f"--fault-silent-close must be 1 to {MAX_STARTUP_SILENT_CLOSES}")
+    return enable(path, listener, silent_closes or 0)

@@ -61,6 +61,10 @@ class FaultState:
         self._watch_numbers: dict[int, int] = {}
         self._generation = 0
         self._list_calls = 0  # ListRuns calls of the case, for list_runs_repeat
+        # Connections to drop silently that were armed on the command line, before any
+        # case could be (``--fault-silent-close``): they outlive a ``begin`` that keeps
+        # observations (the re-arming after a restart) and end with the case.
+        self.startup_silent_closes = 0
 
     def begin(self, case: str, plan: FaultPlan, keep_observations: bool = False) -> None:
         """Arms ``case``. ``keep_observations`` keeps what was recorded since the last
@@ -74,11 +78,13 @@ class FaultState:
             if not keep_observations:
                 self._watch_numbers = {}
                 self.observations.reset()
+                self.startup_silent_closes = 0
 
     def end(self) -> None:
         with self.lock:
             self.case = None
             self.plan = FaultPlan()
+            self.startup_silent_closes = 0
             self._watch_numbers = {}
             self._generation += 1
 
@@ -110,11 +116,15 @@ class FaultState:
             return None
 
     def take_silent_close(self) -> bool:
-        """Consume one armed ``silent_close``; True when this connection must be dropped."""
+        """Consume one armed ``silent_close`` (start-up ones first); True when this
+        connection must be dropped."""
         with self.lock:
-            if self.plan.silent_closes <= 0:
+            if self.startup_silent_closes > 0:
+                self.startup_silent_closes -= 1
+            elif self.plan.silent_closes > 0:
+                self.plan.silent_closes -= 1
+            else:
                 return False
-            self.plan.silent_closes -= 1
             self.observations.silent_close()
             return True
 
