@@ -188,18 +188,24 @@ class CredentialBook:
 
     # --- authentication ---------------------------------------------------------
 
-    def authenticate(self, authorization: str | None) -> Principal:
+    def authenticate(self, authorization: str | None,
+                     known: KnownCredentials | None = None) -> Principal:
+        """The caller behind one ``authorization`` value, checked on every call.
+
+        ``known`` (one per connection) remembers which credential a value
+        already proved to be, which skips the grammar check and the keyed hash
+        on later calls of that connection. The credential's state is read live
+        every time, so a revocation refuses the very next call.
+        """
         if authorization is None:
             raise ApiError(
                 Status.UNAUTHENTICATED, "CREDENTIAL_MISSING", "a bearer credential is required"
             )
-        scheme, _, bearer = authorization.partition(" ")
-        if scheme != "Bearer" or not _BEARER_GRAMMAR.fullmatch(bearer):
-            raise _invalid()
-        verifier = self._verifier(bearer)
-        cred = self._by_verifier.get(verifier)
-        if cred is None or not hmac.compare_digest(cred.verifier, verifier):
-            raise _invalid()
+        cred = known.get(authorization) if known is not None else None
+        if cred is None or self._by_verifier.get(cred.verifier) is not cred:
+            cred = self._verify(authorization)
+            if known is not None:
+                known.remember(authorization, cred)
         if cred.state == "pending":
             raise ApiError(
                 Status.UNAUTHENTICATED, "CREDENTIAL_NOT_ACTIVE", "the credential is not active"
@@ -209,6 +215,46 @@ class CredentialBook:
                 Status.UNAUTHENTICATED, "CREDENTIAL_REVOKED", "the credential was revoked"
             )
         return Principal(cred.application_id, cred.credential_id, cred.grant)
+
+
+    def _verify(self, authorization: str) -> Credential:
+        scheme, _, bearer = authorization.partition(" ")
+        if scheme != "Bearer" or not _BEARER_GRAMMAR.fullmatch(bearer):
+            raise _invalid()
+        verifier = self._verifier(bearer)
+        cred = self._by_verifier.get(verifier)
+        if cred is None or not hmac.compare_digest(cred.verifier, verifier):
+            raise _invalid()
+        return cred
+
+
+class KnownCredentials:
+    """Per connection: which credential each ``authorization`` value already proved to be.
+
+    Only values that passed the full check are kept, at most a few per
+    connection, and they die with it. The header value is held no longer than
+    the connection's own HPACK table may hold it, and never shown by ``repr``.
+    """
+
+    __slots__ = ("_by_value",)
+    LIMIT = 4
+
+    def __init__(self) -> None:
+        self._by_value: dict[str, Credential] = {}
+
+    def get(self, authorization: str) -> Credential | None:
+        return self._by_value.get(authorization)
+
+    def remember(self, authorization: str, cred: Credential) -> None:
+        if len(self._by_value) >= self.LIMIT:
+            self._by_value.clear()
+        self._by_value[authorization] = cred
+
+    def __len__(self) -> int:
+        return len(self._by_value)
+
+    def __repr__(self) -> str:
+        return f"<KnownCredentials: {len(self._by_value)} values>"
 
 
 def _invalid() -> ApiError:

@@ -23,7 +23,11 @@ def refuse_excess_streams(connection: H2Connection) -> None:
 
     def guarded(frame: HeadersFrame) -> Any:
         stream_id = frame.stream_id
-        if (stream_id in connection.streams
+        streams = connection.streams
+        # Fewer known streams than the limit means fewer open ones: the common
+        # case skips counting open streams (h2 counts them again itself).
+        if (len(streams) < connection.local_settings.max_concurrent_streams
+                or stream_id in streams
                 or stream_id % 2 != 1
                 or stream_id <= connection.highest_inbound_stream_id
                 or connection.open_inbound_streams < connection.local_settings.max_concurrent_streams):

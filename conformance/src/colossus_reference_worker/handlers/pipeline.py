@@ -23,7 +23,7 @@ from grpclib.server import Stream
 
 from ..auth import METHOD_SCOPES, require_scope
 from ..config import WorkerConfig
-from ..credentials import CredentialBook, Principal
+from ..credentials import CredentialBook, KnownCredentials, Principal
 from ..errors import (
     ApiError,
     JournalIntegrityError,
@@ -34,6 +34,7 @@ from ..errors import (
 )
 from ..header_block import header_list_size, request_header_size
 from ..hooks import WorkerHooks
+from .reply import send_unary_reply
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,27 @@ async def _within(seconds: float, work: Awaitable[T]) -> T:
         async with asyncio.timeout(seconds):
             return await work
     return await asyncio.wait_for(work, seconds)
+
+
+def _request_complete(stream: Stream[Any, Any]) -> bool:
+    """Whether the client already ended its side, so reading the request cannot wait."""
+    buffer = getattr(getattr(stream, "_stream", None), "buffer", None)
+    return getattr(buffer, "_eof", False) is True
+
+
+def _known_credentials(stream: Stream[Any, Any]) -> KnownCredentials | None:
+    """The connection's memo of proven ``authorization`` values (made on its first call)."""
+    connection = getattr(getattr(stream, "_stream", None), "connection", None)
+    if connection is None:
+        return None
+    known = getattr(connection, "colossus_known_credentials", None)
+    if not isinstance(known, KnownCredentials):
+        known = KnownCredentials()
+        try:
+            connection.colossus_known_credentials = known
+        except AttributeError:
+            return None
+    return known
 
 
 @dataclass
@@ -91,6 +113,10 @@ class Pipeline:
             principal.application_id, asyncio.Semaphore(limits.decode_permits_per_application)
         )
         async with app, self._decodes:
+            if _request_complete(stream):
+                # Every byte is buffered: the read finishes without waiting, so
+                # the setup deadline (a timer per call) has nothing to bound.
+                return await read(stream)
             try:
                 return await _within(limits.request_setup_timeout_seconds, read(stream))
             except asyncio.TimeoutError:
@@ -116,7 +142,8 @@ class Pipeline:
                 raise ApiError(  # ambiguous credentials are never guessed at
                     Status.UNAUTHENTICATED, "CREDENTIAL_INVALID", "the credential is not valid"
                 )
-            principal = self.credentials.authenticate(values[0] if values else None)
+            principal = self.credentials.authenticate(values[0] if values else None,
+                                                      _known_credentials(stream))
             require_scope(principal, METHOD_SCOPES.get(method))
         except ApiError as exc:
             # The reason code and method only: never the presented credential.
@@ -160,7 +187,7 @@ class Pipeline:
                 reply = await reply
             await self.hooks.after_unary_commit(method)
             reply = self.hooks.alter_reply(method, request, reply)
-        await stream.send_message(reply)
+        await send_unary_reply(stream, reply)
 
     async def server_stream(
         self,

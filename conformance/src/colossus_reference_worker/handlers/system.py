@@ -20,6 +20,7 @@ from .._gen.colossus.api.v1alpha1 import (
 from ..codec import read_request
 from ..config import API_MAJOR, API_PACKAGE, API_VERSION
 from ..credentials import Principal
+from ..hooks import WorkerHooks
 from .pipeline import Pipeline
 
 
@@ -30,6 +31,12 @@ class SystemService:
         self._instance_id = instance_id
         self._capabilities = capabilities
         self._artifacts = artifacts_available
+        hooks = type(pipeline.hooks)
+        # The answer never changes while serving; unless hooks may rewrite it
+        # (the fault channel does), it is encoded once and sent as bytes.
+        self._answer_fixed = (hooks.server_info is WorkerHooks.server_info
+                              and hooks.alter_reply is WorkerHooks.alter_reply)
+        self._encoded_answer: bytes | None = None
 
     def server_info(self) -> ServerInfo:
         cfg = self._pipeline.config
@@ -76,11 +83,20 @@ class SystemService:
         )
         return self._pipeline.hooks.server_info(info)
 
+    def answer(self) -> GetServerInfoResponse | bytes:
+        """One call's answer: the encoded bytes when fixed (the codec sends bytes as is)."""
+        if not self._answer_fixed:
+            return GetServerInfoResponse(server_info=self.server_info())
+        if self._encoded_answer is None:
+            self._encoded_answer = bytes(GetServerInfoResponse(server_info=self.server_info()))
+        return self._encoded_answer
+
     async def _get_server_info(self, stream: Stream[Any, Any]) -> None:
         max_bytes = self._pipeline.config.limits.max_request_bytes
 
-        def handle(principal: Principal, request: GetServerInfoRequest) -> GetServerInfoResponse:
-            return GetServerInfoResponse(server_info=self.server_info())
+        def handle(principal: Principal, request: GetServerInfoRequest
+                   ) -> GetServerInfoResponse | bytes:
+            return self.answer()
 
         await self._pipeline.unary(
             stream, "SystemService/GetServerInfo",
