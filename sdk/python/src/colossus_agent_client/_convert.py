@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import Any, TypeVar
@@ -137,28 +136,34 @@ def run(pb: runs_pb2.Run) -> m.Run:
     )
 
 
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot descriptors' setters of a frozen slots dataclass, checked against its fields.
+def _mutable_twin(cls: type, names: tuple[str, ...]) -> type:
+    """A plain class with exactly the slots of the frozen slots dataclass ``cls``.
 
-    The watch builds its two hottest models (``RunEvent``, ``OutputDelta``) with
-    ``object.__new__`` plus these setters instead of the generated ``__init__``, whose
-    frozen ``object.__setattr__`` per field costs about as much as the rest of the
-    conversion. The result is the same immutable instance (``==``, ``hash``, ``repr`` and
-    assignment errors all come from the class). This is sound only while the class has
-    exactly these fields and no ``__post_init__``; the check below fails the import if
-    either changes.
+    The watch builds its two hottest models (``RunEvent``, ``OutputDelta``) as an instance
+    of this twin, fills the slots with ordinary attribute stores, then switches the
+    instance's class to ``cls``: about half the cost of the generated frozen
+    ``__init__``, whose ``object.__setattr__`` per field costs as much as the rest of
+    the conversion. The twin's memory layout equals the model's, which is what lets
+    CPython accept the switch, and the result is the same immutable instance (``==``,
+    ``hash``, ``repr``, pickling and assignment errors all come from ``cls``). This is
+    sound only while ``cls`` has exactly these fields, in this order, and no
+    ``__post_init__``; the checks below fail the import if that ever changes.
     """
     fields = tuple(f.name for f in dataclasses.fields(cls))
-    if fields != names or hasattr(cls, "__post_init__") or "__slots__" not in vars(cls):
+    if (
+        fields != names
+        or hasattr(cls, "__post_init__")
+        or tuple(vars(cls).get("__slots__", ())) != names
+    ):
         raise TypeError(f"{cls.__name__} no longer fits the watch's fast construction")
-    return tuple(getattr(cls, name).__set__ for name in names)
+    twin: type = type(f"_Mutable{cls.__name__}", (), {"__slots__": names})
+    probe = twin()
+    probe.__class__ = cls  # raises TypeError at import if the layouts differ
+    return twin
 
 
-_new = object.__new__
-_set_event_run_id, _set_event_sequence, _set_event_payload, _set_event_time = _slot_setters(
-    m.RunEvent, ("run_id", "sequence", "payload", "event_time_us")
-)
-(_set_delta_text,) = _slot_setters(m.OutputDelta, ("text",))
+_EventTwin = _mutable_twin(m.RunEvent, ("run_id", "sequence", "payload", "event_time_us"))
+_DeltaTwin = _mutable_twin(m.OutputDelta, ("text",))
 _RunEvent, _OutputDelta = m.RunEvent, m.OutputDelta  # one global lookup each per event
 
 
@@ -204,21 +209,24 @@ def run_event(
     """
     if kind == "":
         kind = pb.WhichOneof("payload")
-    payload: m.EventPayload | None
+    payload: Any
     if kind == "output_delta":
-        payload = _new(_OutputDelta)
-        _set_delta_text(payload, pb.output_delta.text)
+        payload = _DeltaTwin()
+        payload.text = pb.output_delta.text
+        payload.__class__ = _OutputDelta
     else:
         payload = _payload(pb, kind)
-    event: m.RunEvent = _new(_RunEvent)
-    _set_event_run_id(event, pb.run_id if run_id is None else run_id)
-    _set_event_sequence(event, pb.sequence if sequence is None else sequence)
-    _set_event_payload(event, payload)
+    event: Any = _EventTwin()
+    event.run_id = pb.run_id if run_id is None else run_id
+    event.sequence = pb.sequence if sequence is None else sequence
+    event.payload = payload
     # The value first: only a zero time needs HasField to tell "unset" from the epoch.
     ts = pb.event_time
     micros = ts.seconds * 1_000_000 + ts.nanos // 1000
-    _set_event_time(event, micros if micros or pb.HasField("event_time") else None)
-    return event
+    event.event_time_us = micros if micros or pb.HasField("event_time") else None
+    event.__class__ = _RunEvent
+    result: m.RunEvent = event
+    return result
 
 
 def artifact(pb: artifacts_pb2.Artifact) -> m.Artifact:

@@ -323,7 +323,12 @@ class Watch:
                         event = decode(data).event
                         if watchdog is not None:
                             watchdog.last_activity = time.monotonic()
-                        kind = event.WhichOneof("payload")
+                        # Most events are output; HasField answers that more cheaply.
+                        kind = (
+                            "output_delta"
+                            if event.HasField("output_delta")
+                            else event.WhichOneof("payload")
+                        )
                         run_id, sequence = event.run_id, event.sequence
                         terminal = kind == "terminated"
                         verdict = core.on_event(
@@ -522,7 +527,12 @@ class AsyncWatch:
                         if data is _EOF:
                             break
                         event = decode(data).event
-                        kind = event.WhichOneof("payload")
+                        # Most events are output; HasField answers that more cheaply.
+                        kind = (
+                            "output_delta"
+                            if event.HasField("output_delta")
+                            else event.WhichOneof("payload")
+                        )
                         run_id, sequence = event.run_id, event.sequence
                         terminal = kind == "terminated"
                         verdict = core.on_event(

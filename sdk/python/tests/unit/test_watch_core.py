@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
+
 import pytest
 
 import colossus_agent_client as colossus
@@ -121,8 +125,6 @@ def test_fast_path_keeps_every_check() -> None:
 
 
 def test_fast_construction_equals_the_dataclass_constructor() -> None:
-    import dataclasses
-
     from fake_worker import output_event, terminal_event
 
     pb = output_event("run_1", 7, "hello")
@@ -161,6 +163,12 @@ def test_fast_construction_equals_the_dataclass_constructor() -> None:
         assert repr(event) == repr(expected)
         assert type(event) is colossus.RunEvent
         assert type(event.payload) is type(expected.payload)
+        # Copies and pickles come from the model class too, so they match as well.
+        for clone in (copy.copy(event), copy.deepcopy(event), pickle.loads(pickle.dumps(event))):
+            assert clone == expected and type(clone) is colossus.RunEvent
+        assert pickle.dumps(event) == pickle.dumps(expected)
+        assert dataclasses.astuple(event) == dataclasses.astuple(expected)
+        assert dataclasses.replace(event, sequence=99) == dataclasses.replace(expected, sequence=99)
     event = _convert.run_event(pb)
     with pytest.raises(dataclasses.FrozenInstanceError):
         event.sequence = 8  # type: ignore[misc]
@@ -174,8 +182,6 @@ def test_fast_construction_equals_the_dataclass_constructor() -> None:
 
 
 def test_fast_construction_refuses_a_changed_model() -> None:
-    import dataclasses
-
     @dataclasses.dataclass(frozen=True, slots=True)
     class Checked:
         a: int
@@ -184,6 +190,17 @@ def test_fast_construction_refuses_a_changed_model() -> None:
             pass
 
     with pytest.raises(TypeError):
-        _convert._slot_setters(Checked, ("a",))
+        _convert._mutable_twin(Checked, ("a",))
     with pytest.raises(TypeError):
-        _convert._slot_setters(colossus.RunEvent, ("run_id", "sequence", "payload"))
+        _convert._mutable_twin(colossus.RunEvent, ("run_id", "sequence", "payload"))
+    with pytest.raises(TypeError):  # same fields in another order: another slot layout
+        _convert._mutable_twin(
+            colossus.RunEvent, ("sequence", "run_id", "payload", "event_time_us")
+        )
+
+    @dataclasses.dataclass(frozen=True)
+    class WithoutSlots:
+        a: int
+
+    with pytest.raises(TypeError):
+        _convert._mutable_twin(WithoutSlots, ("a",))
