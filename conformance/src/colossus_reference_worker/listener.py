@@ -19,6 +19,7 @@ from typing import Any
 from h2.settings import SettingCodes
 
 from .config import Limits
+from .frame_trace import defer_frame_repr
 from .handlers.pipeline import ConnectionTable
 from .header_block import keep_request_headers
 from .hooks import WorkerHooks
@@ -263,6 +264,7 @@ class Listener:
         self.open_connections = 0
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        defer_frame_repr()
 
     def factory(self, inner_factory: Callable[[], Any]) -> _Gate:
         return _Gate(self, inner_factory)

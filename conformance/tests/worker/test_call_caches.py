@@ -4,17 +4,21 @@ Each connection remembers which credential an ``authorization`` value proved
 to be (the keyed hash is skipped on later calls), and the GetServerInfo
 answer is encoded once. W4 still holds on every call: revocation refuses the
 very next call of the same connection, and a value that failed is never
-remembered.
+remembered. A unary answer is written in one go when it fits one frame and
+through grpclib otherwise; h2's frame trace text is formatted only on demand.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
 import grpc
+import h2.connection
 import pytest
+from hyperframe.frame import HeadersFrame
 
 from colossus_reference_worker._gen.colossus.api.v1alpha1 import (
     GetServerInfoResponse,
@@ -23,6 +27,7 @@ from colossus_reference_worker._gen.colossus.api.v1alpha1 import (
 from colossus_reference_worker.config import WorkerConfig
 from colossus_reference_worker.credentials import CredentialBook, Grant, KnownCredentials
 from colossus_reference_worker.errors import ApiError
+from colossus_reference_worker.frame_trace import defer_frame_repr
 from colossus_reference_worker.handlers.pipeline import ConnectionTable, Pipeline
 from colossus_reference_worker.handlers.system import SystemService
 from colossus_reference_worker.hooks import NO_HOOKS, WorkerHooks
@@ -147,3 +152,24 @@ def test_hooks_that_rewrite_server_info_are_asked_on_every_call(tmp_path: Path) 
     answers = [service.answer() for _ in range(2)]
     assert [a.server_info.server_version for a in answers  # type: ignore[union-attr]
             ] == ["rewritten 1", "rewritten 2"]
+
+
+@pytest.mark.parametrize("size", [10, 16_000, 16_400, 200_000])
+def test_answers_around_one_frame_arrive_whole(shared_worker: Any, size: int) -> None:
+    """Replies below one 16 KiB frame take the one-write path, larger ones grpclib's."""
+    c = shared_worker.client("app1")
+    text = "z" * size
+    run_id = c.create(f"reply-size-{size}", script(f"say {text}")).run.run_id
+    final = c.wait_status(run_id, pb.runs.RUN_STATUS_SUCCEEDED)
+    assert final.result.output_text == text
+    for _ in range(2):
+        assert c.get(run_id) == final
+
+
+def test_the_frame_trace_reads_as_before_when_formatted() -> None:
+    defer_frame_repr()
+    frame = HeadersFrame(1, data=b"\x82\x86", flags=("END_HEADERS",))
+    deferred = h2.connection.repr(frame)  # type: ignore[attr-defined]
+    record = logging.LogRecord("h2", 5, __file__, 0, "Received frame: %s", (deferred,), None)
+    assert record.getMessage() == f"Received frame: {frame!r}"
+    assert str(deferred) == repr(frame)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -97,6 +98,11 @@ class Pipeline:
         limits = config.limits
         self._decodes = asyncio.Semaphore(limits.decode_permits)
         self._app_decodes: dict[str, asyncio.Semaphore] = {}
+        # Hooks left at their no-op defaults are not awaited on every call.
+        kind = type(hooks)
+        self._plain_before = kind.before_unary is WorkerHooks.before_unary
+        self._plain_after = kind.after_unary_commit is WorkerHooks.after_unary_commit
+        self._plain_replies = kind.alter_reply is WorkerHooks.alter_reply
 
     async def read(
         self, principal: Principal, stream: Stream[Any, Any], read: Callable[[Stream[Any, Any]], Any]
@@ -109,9 +115,10 @@ class Pipeline:
         must not sit on a global permit that other applications need.
         """
         limits = self.config.limits
-        app = self._app_decodes.setdefault(
-            principal.application_id, asyncio.Semaphore(limits.decode_permits_per_application)
-        )
+        app = self._app_decodes.get(principal.application_id)
+        if app is None:
+            app = self._app_decodes[principal.application_id] = asyncio.Semaphore(
+                limits.decode_permits_per_application)
         async with app, self._decodes:
             if _request_complete(stream):
                 # Every byte is buffered: the read finishes without waiting, so
@@ -181,12 +188,15 @@ class Pipeline:
         with self.errors(method):
             principal = self.authenticate(stream, method)
             request = await self.read(principal, stream, read)
-            await self.hooks.before_unary(method)
+            if not self._plain_before:
+                await self.hooks.before_unary(method)
             reply = handle(principal, request)
-            if asyncio.iscoroutine(reply):
+            if inspect.iscoroutine(reply):  # an async handler
                 reply = await reply
-            await self.hooks.after_unary_commit(method)
-            reply = self.hooks.alter_reply(method, request, reply)
+            if not self._plain_after:
+                await self.hooks.after_unary_commit(method)
+            if not self._plain_replies:
+                reply = self.hooks.alter_reply(method, request, reply)
         await send_unary_reply(stream, reply)
 
     async def server_stream(
