@@ -533,6 +533,7 @@ class RunEvent:
     run_id: str
     sequence: int
     payload: EventPayload | None
+    # The watch's events convert this on first read (_convert._DeferredEventTime).
     event_time_us: int | None = None
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+from collections.abc import Callable
 
 import pytest
 
@@ -124,6 +125,11 @@ def test_fast_path_keeps_every_check() -> None:
     assert info.value.reason == "WATCH_REPLAY_ALTERED"
 
 
+def _pickled(event: colossus.RunEvent) -> colossus.RunEvent:
+    loaded: colossus.RunEvent = pickle.loads(pickle.dumps(event))  # noqa: S301 (our own bytes)
+    return loaded
+
+
 def test_fast_construction_equals_the_dataclass_constructor() -> None:
     from fake_worker import output_event, terminal_event
 
@@ -164,7 +170,7 @@ def test_fast_construction_equals_the_dataclass_constructor() -> None:
         assert type(event) is colossus.RunEvent
         assert type(event.payload) is type(expected.payload)
         # Copies and pickles come from the model class too, so they match as well.
-        for clone in (copy.copy(event), copy.deepcopy(event), pickle.loads(pickle.dumps(event))):
+        for clone in (copy.copy(event), copy.deepcopy(event), _pickled(event)):
             assert clone == expected and type(clone) is colossus.RunEvent
         assert pickle.dumps(event) == pickle.dumps(expected)
         assert dataclasses.astuple(event) == dataclasses.astuple(expected)
@@ -179,6 +185,46 @@ def test_fast_construction_equals_the_dataclass_constructor() -> None:
     # the same for an instance the constructor built).
     with pytest.raises((AttributeError, TypeError)):
         event.extra = 1  # type: ignore[attr-defined]
+
+
+def test_deferred_event_time_looks_converted_to_every_first_reader() -> None:
+    # The watch's events convert their time on first read; whichever observer reads it
+    # first must see exactly what an eagerly built event shows.
+    from fake_worker import output_event
+
+    unset = output_event("run_1", 1, "x")
+    epoch = output_event("run_1", 1, "x")
+    epoch.event_time.SetInParent()  # present, and zero: the epoch itself, not "unset"
+    timed = output_event("run_1", 1, "x")
+    timed.event_time.seconds, timed.event_time.nanos = 1_795_993_195, 257_167_999
+    observers: list[tuple[str, Callable[[colossus.RunEvent], object]]] = [
+        ("event_time_us", lambda e: e.event_time_us),
+        ("event_time", lambda e: e.event_time),
+        ("repr", repr),
+        ("hash", hash),
+        ("ne", lambda e: e != colossus.RunEvent("run_1", 1, colossus.OutputDelta("x"), -1)),
+        ("pickle", _pickled),
+        ("copy", copy.copy),
+        ("deepcopy", copy.deepcopy),
+        ("astuple", dataclasses.astuple),
+        ("asdict", dataclasses.asdict),
+        ("replace", lambda e: dataclasses.replace(e, sequence=2)),
+        ("match", lambda e: e.__match_args__ and [getattr(e, n) for n in e.__match_args__]),
+    ]
+    for pb, micros in ((unset, None), (epoch, 0), (timed, 1_795_993_195_257_167)):
+        expected = colossus.RunEvent("run_1", 1, colossus.OutputDelta("x"), micros)
+        for name, observe in observers:
+            event = _convert.run_event(pb, "output_delta", "run_1", 1)
+            assert observe(event) == observe(expected), name
+            assert event == expected and hash(event) == hash(expected), name
+            assert event.event_time_us == micros and type(event.event_time_us) is type(micros)
+    # On the class the attribute is still the slot, and explicit values pass untouched.
+    on_class = vars(colossus.RunEvent)["event_time_us"].__get__(None, colossus.RunEvent)
+    assert type(on_class).__name__ == "member_descriptor"
+    assert colossus.RunEvent("r", 1, None, 5).event_time_us == 5
+    assert colossus.RunEvent("r", 1, None).event_time_us is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        _convert.run_event(timed).event_time_us = 1  # type: ignore[misc]
 
 
 def test_fast_construction_refuses_a_changed_model() -> None:
