@@ -9,8 +9,10 @@
    the ``GetRun`` reconciliation that S1 requires before the SDK's loop ends (the raw stub
    does none). The SDK's bytes pass through its trust relay; the raw stub talks TLS to
    the worker directly, so the ratios include what the relay costs. One untimed warm-up
-   round each, then rounds that alternate which side goes first; every ratio is printed
-   as the median of the per-round ratios with their min-max spread (never a best-of).
+   round each, then rounds that alternate which side goes first (at least ``--rounds``,
+   more up to ``--max-rounds`` while the headline ratio's median is uncertain by more
+   than +-0.03); every ratio is printed as the median of the per-round ratios with its
+   95% confidence interval and the min-max spread (never a best-of).
    For context, ``watch_ratio_vs_default_stub`` compares with a default-options stub.
    To show where the gap goes, a fourth side reads the SDK's own channel (through the
    relay) exactly like the raw stub: ``watch_relay_ratio`` is what the relay costs,
@@ -23,19 +25,22 @@
 3. RSS growth of the client process over one 100,000-event watch, served by the test
    fake worker in a separate process (the reference worker caps a run at 4,099 events).
 
-Usage: python benchmarks/bench.py [--rounds N] [--events N] [--json PATH]
+Usage: python benchmarks/bench.py [--rounds N] [--max-rounds N] [--events N] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +99,42 @@ def _raw_channel(
     return grpc.secure_channel(target, creds, options=options)
 
 
+@dataclass(frozen=True)
+class StartedWorker:
+    """A running reference worker with one enrolled client."""
+
+    worker: ReferenceWorker
+    options: colossus.DaemonOptions
+    """Connects the SDK to it (pinned instance and certificate, the enrolled bearer)."""
+    auth: tuple[tuple[str, str], ...]
+    """The bearer as call metadata, for raw stubs."""
+
+
+@contextlib.contextmanager
+def started_worker() -> Iterator[StartedWorker]:
+    """Starts the reference worker in a temporary folder, enrols a client, stops it after."""
+    executable = find_worker()
+    if executable is None:
+        raise SystemExit("the reference worker is needed: pip install ./conformance")
+    with tempfile.TemporaryDirectory() as tmp:
+        worker = ReferenceWorker(executable, Path(tmp))
+        enrollment: Enrollment = worker.enroll()
+        worker.start(*RELAXED)
+        try:
+            yield StartedWorker(
+                worker,
+                _options(
+                    worker.api_dir,
+                    enrollment.instance_id,
+                    enrollment.certificate_sha256,
+                    enrollment.bearer,
+                ),
+                (("authorization", f"Bearer {enrollment.bearer}"),),
+            )
+        finally:
+            worker.stop()
+
+
 def _make_long_run(client: colossus.Client) -> str:
     steps = [
         "colossus-script v1",
@@ -109,98 +150,94 @@ def _make_long_run(client: colossus.Client) -> str:
     return run_id
 
 
-def watch_and_connect(rounds: int) -> dict[str, Any]:
-    executable = find_worker()
-    if executable is None:
-        raise SystemExit("the reference worker is needed: pip install ./conformance")
-    with tempfile.TemporaryDirectory() as tmp:
-        worker = ReferenceWorker(executable, Path(tmp))
-        enrollment: Enrollment = worker.enroll()
-        worker.start(*RELAXED)
-        try:
-            opts = _options(
-                worker.api_dir,
-                enrollment.instance_id,
-                enrollment.certificate_sha256,
-                enrollment.bearer,
+def watch_and_connect(rounds: int, max_rounds: int) -> dict[str, Any]:
+    with started_worker() as started:
+        worker, opts, auth = started.worker, started.options, started.auth
+        with colossus.Client.connect(opts) as client:
+            run_id = _make_long_run(client)
+            events = client.runs.get(run_id).last_sequence
+            same_channel = _raw_channel(
+                worker.api_dir, sync_channel_options(*_caps(opts, client.server_info))
             )
-            auth = (("authorization", f"Bearer {enrollment.bearer}"),)
-            with colossus.Client.connect(opts) as client:
-                run_id = _make_long_run(client)
-                events = client.runs.get(run_id).last_sequence
-                same_channel = _raw_channel(
-                    worker.api_dir, sync_channel_options(*_caps(opts, client.server_info))
-                )
-                default_channel = _raw_channel(worker.api_dir)
-                request = run_service_pb2.WatchRunRequest(run_id=run_id)
-                decode = run_service_pb2.WatchRunResponse.FromString
+            default_channel = _raw_channel(worker.api_dir)
+            request = run_service_pb2.WatchRunRequest(run_id=run_id)
+            decode = run_service_pb2.WatchRunResponse.FromString
 
-                def sdk_round() -> tuple[float, float]:
+            def sdk_round() -> tuple[float, float]:
+                started = time.perf_counter()
+                n, delivered = 0, 0.0
+                for event in client.runs.watch(run_id):
+                    n += 1
+                    if event.is_terminal:
+                        delivered = time.perf_counter() - started
+                assert n == events
+                # Delivery, and complete: with the GetRun reconciliation S1 requires.
+                return n / delivered, n / (time.perf_counter() - started)
+
+            def relay_round() -> tuple[float, float]:
+                # The SDK's own channel (through the trust relay), read like the raw
+                # stub: what the relay costs, without the SDK's per-event work.
+                conn = client._backend.connection()
+                started = time.perf_counter()
+                n, delivered = 0, 0.0
+                for data in conn.watch_run_encoded(request, metadata=auth):
+                    n += 1
+                    if decode(data).event.sequence == events:
+                        delivered = time.perf_counter() - started
+                assert n == events
+                return n / delivered, n / (time.perf_counter() - started)
+
+            def raw_round(channel: grpc.Channel) -> Callable[[], tuple[float, float]]:
+                stub = run_service_pb2_grpc.RunServiceStub(channel)
+
+                def measure() -> tuple[float, float]:
                     started = time.perf_counter()
                     n, delivered = 0, 0.0
-                    for event in client.runs.watch(run_id):
+                    for response in stub.WatchRun(request, metadata=auth):
                         n += 1
-                        if event.is_terminal:
-                            delivered = time.perf_counter() - started
-                    assert n == events
-                    # Delivery, and complete: with the GetRun reconciliation S1 requires.
-                    return n / delivered, n / (time.perf_counter() - started)
-
-                def relay_round() -> tuple[float, float]:
-                    # The SDK's own channel (through the trust relay), read like the raw
-                    # stub: what the relay costs, without the SDK's per-event work.
-                    conn = client._backend.connection()
-                    started = time.perf_counter()
-                    n, delivered = 0, 0.0
-                    for data in conn.watch_run_encoded(request, metadata=auth):
-                        n += 1
-                        if decode(data).event.sequence == events:
+                        if response.event.sequence == events:
                             delivered = time.perf_counter() - started
                     assert n == events
                     return n / delivered, n / (time.perf_counter() - started)
 
-                def raw_round(channel: grpc.Channel) -> Callable[[], tuple[float, float]]:
-                    stub = run_service_pb2_grpc.RunServiceStub(channel)
+                return measure
 
-                    def measure() -> tuple[float, float]:
-                        started = time.perf_counter()
-                        n, delivered = 0, 0.0
-                        for response in stub.WatchRun(request, metadata=auth):
-                            n += 1
-                            if response.event.sequence == events:
-                                delivered = time.perf_counter() - started
-                        assert n == events
-                        return n / delivered, n / (time.perf_counter() - started)
+            sides = {
+                "sdk": sdk_round,
+                "raw": raw_round(same_channel),
+                "relay": relay_round,
+                "default": raw_round(default_channel),
+            }
+            for measure in sides.values():
+                measure()  # warm-up: connections, caches, lazy imports
+            rates: dict[str, list[float]] = {name: [] for name in sides}
+            # CPU time per event: of the calling thread (what each side costs the caller,
+            # much less sensitive to the machine's load than the rates), and of the whole
+            # client process (with the relay's and grpcio's threads: what a busy machine
+            # has to find for each event).
+            cpu_us: dict[str, list[float]] = {name: [] for name in sides}
+            process_us: dict[str, list[float]] = {name: [] for name in sides}
+            sdk_complete_rates: list[float] = []
+            done = 0
+            # At least ``rounds``; more (up to ``max_rounds``) while the headline ratio's
+            # median is still uncertain by more than +-0.03 (a noisy, shared machine).
+            while done < rounds or (
+                done < max_rounds
+                and _median_interval_halfwidth(sdk_complete_rates, rates["raw"]) > 0.03
+            ):
+                for name in list(sides) if done % 2 == 0 else list(reversed(sides)):
+                    cpu, process = time.thread_time(), time.process_time()
+                    rate, complete = sides[name]()
+                    cpu_us[name].append((time.thread_time() - cpu) * 1e6 / events)
+                    process_us[name].append((time.process_time() - process) * 1e6 / events)
+                    rates[name].append(rate)
+                    if name == "sdk":
+                        sdk_complete_rates.append(complete)
+                done += 1
+            same_channel.close()
+            default_channel.close()
 
-                    return measure
-
-                sides = {
-                    "sdk": sdk_round,
-                    "raw": raw_round(same_channel),
-                    "relay": relay_round,
-                    "default": raw_round(default_channel),
-                }
-                for measure in sides.values():
-                    measure()  # warm-up: connections, caches, lazy imports
-                rates: dict[str, list[float]] = {name: [] for name in sides}
-                # CPU time of the calling thread per event: what each side costs the
-                # caller, much less sensitive to the machine's load than the rates.
-                cpu_us: dict[str, list[float]] = {name: [] for name in sides}
-                sdk_complete_rates: list[float] = []
-                for i in range(rounds):
-                    for name in list(sides) if i % 2 == 0 else list(reversed(sides)):
-                        cpu = time.thread_time()
-                        rate, complete = sides[name]()
-                        cpu_us[name].append((time.thread_time() - cpu) * 1e6 / events)
-                        rates[name].append(rate)
-                        if name == "sdk":
-                            sdk_complete_rates.append(complete)
-                same_channel.close()
-                default_channel.close()
-
-            connect = connect_rounds(worker.api_dir, opts, auth, rounds * 2)
-        finally:
-            worker.stop()
+        connect = connect_rounds(worker.api_dir, opts, auth, rounds * 2)
     # Noise on a shared machine moves neighbouring rounds together, so each SDK round is
     # compared with the raw rounds run next to it, and the median of those ratios is taken.
     sdk_rates, raw_rates, default_rates = rates["sdk"], rates["raw"], rates["default"]
@@ -218,19 +255,48 @@ def watch_and_connect(rounds: int) -> dict[str, Any]:
         "watch_relay_events_per_s": round(statistics.median(relay_rates)),
         **_ratio("watch_relay_ratio", relay_rates, raw_rates),
         **_ratio("watch_sdk_vs_relay_ratio", sdk_rates, relay_rates),
+        "watch_rounds": done,
         **{
             f"watch_{name}_caller_cpu_us_per_event": round(statistics.median(values), 2)
             for name, values in cpu_us.items()
+        },
+        **{
+            f"watch_{name}_process_cpu_us_per_event": round(statistics.median(values), 2)
+            for name, values in process_us.items()
         },
         **connect,
     }
 
 
+def _median_interval(values: list[float]) -> tuple[float, float]:
+    """A distribution-free 95% confidence interval of the median of ``values``.
+
+    The order statistics whose ranks are n/2 -+ 0.98 sqrt(n) (the binomial count of
+    values below the median, approximated as normal); with few values, the extremes.
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    reach = 0.98 * math.sqrt(n)
+    low = max(0, math.floor(n / 2 - reach) - 1)
+    high = min(n - 1, math.ceil(n / 2 + reach) - 1)
+    return ordered[low], ordered[high]
+
+
+def _median_interval_halfwidth(numerators: list[float], denominators: list[float]) -> float:
+    if len(numerators) < 5:
+        return math.inf
+    low, high = _median_interval([a / b for a, b in zip(numerators, denominators, strict=True)])
+    return (high - low) / 2
+
+
 def _ratio(key: str, numerators: list[float], denominators: list[float]) -> dict[str, float]:
-    """The median of the per-round ratios under ``key``, with their min and max."""
+    """The median of the per-round ratios under ``key``, its 95% interval, min and max."""
     ratios = [a / b for a, b in zip(numerators, denominators, strict=True)]
+    low, high = _median_interval(ratios)
     return {
         key: round(statistics.median(ratios), 3),
+        f"{key}_ci_low": round(low, 3),
+        f"{key}_ci_high": round(high, 3),
         f"{key}_min": round(min(ratios), 3),
         f"{key}_max": round(max(ratios), 3),
     }
@@ -285,11 +351,21 @@ def rss_over_long_watch(events: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=21, help="watch rounds at least")
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        default=61,
+        help="watch rounds at most, run while the complete ratio's 95%% interval is wider than "
+        "+-0.03",
+    )
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    figures = {**watch_and_connect(args.rounds), **rss_over_long_watch(args.events)}
+    figures = {
+        **watch_and_connect(args.rounds, max(args.rounds, args.max_rounds)),
+        **rss_over_long_watch(args.events),
+    }
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key:<{width}}  {value}")
@@ -300,16 +376,18 @@ def main() -> None:
         ("SDK watch / relay alone", "watch_sdk_vs_relay_ratio", "the per-event work's share"),
     ):
         print(
-            f"{title}: median {figures[key]} (min {figures[key + '_min']}, "
-            f"max {figures[key + '_max']}, {args.rounds} alternating rounds; {target})"
+            f"{title}: median {figures[key]} (95% interval {figures[key + '_ci_low']}-"
+            f"{figures[key + '_ci_high']}, min {figures[key + '_min']}, "
+            f"max {figures[key + '_max']}, {figures['watch_rounds']} alternating rounds; {target})"
         )
-    print(
-        "caller CPU per event (median, us): "
-        + ", ".join(
-            f"{name} {figures[f'watch_{name}_caller_cpu_us_per_event']}"
-            for name in ("sdk", "relay", "raw", "default")
+    for what, suffix in (("caller", "caller"), ("client process", "process")):
+        print(
+            f"{what} CPU per event (median, us): "
+            + ", ".join(
+                f"{name} {figures[f'watch_{name}_{suffix}_cpu_us_per_event']}"
+                for name in ("sdk", "relay", "raw", "default")
+            )
         )
-    )
     print(
         f"RSS growth {figures['rss_growth_mib']} MiB (target < 5 MiB): "
         f"{'met' if figures['rss_growth_mib'] < 5 else 'NOT met'}"

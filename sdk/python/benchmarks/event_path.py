@@ -15,6 +15,8 @@ Usage: python benchmarks/event_path.py [--rounds N] [--events N] [--profile]
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import time
 from collections.abc import Iterator
@@ -36,7 +38,11 @@ def encoded_run(outputs: int) -> list[bytes]:
         event.event_time.FromMicroseconds(1_764_540_000_000_000 + len(events) * 250)
         events.append(event)
 
-    add(status_changed=runs_pb2.StatusChanged(previous_status=1, status=2))
+    add(
+        status_changed=runs_pb2.StatusChanged(
+            previous_status=runs_pb2.RUN_STATUS_QUEUED, status=runs_pb2.RUN_STATUS_RUNNING
+        )
+    )
     for i in range(outputs):
         add(output_delta=runs_pb2.OutputDelta(text=f"event {i}\n"))
     add(
@@ -47,8 +53,13 @@ def encoded_run(outputs: int) -> list[bytes]:
             )
         )
     )
-    add(status_changed=runs_pb2.StatusChanged(previous_status=2, status=3))
-    add(terminated=runs_pb2.RunTerminated(status=5))
+    add(
+        status_changed=runs_pb2.StatusChanged(
+            previous_status=runs_pb2.RUN_STATUS_WAITING_FOR_INPUT,
+            status=runs_pb2.RUN_STATUS_CANCELLING,
+        )
+    )
+    add(terminated=runs_pb2.RunTerminated(status=runs_pb2.RUN_STATUS_CANCELLED))
     return [run_service_pb2.WatchRunResponse(event=e).SerializeToString() for e in events]
 
 
@@ -76,7 +87,7 @@ class _Connection:
         self._messages = messages
         answer = run_service_pb2.GetRunResponse()
         answer.run.run_id = RUN_ID
-        answer.run.status = 5  # CANCELLED: terminal
+        answer.run.status = runs_pb2.RUN_STATUS_CANCELLED
         answer.run.last_sequence = last_sequence
         self._answer = answer
 
@@ -132,9 +143,6 @@ def main() -> None:
     messages = encoded_run(args.events)
     total = len(messages)
     if args.profile:
-        import cProfile
-        import pstats
-
         with cProfile.Profile() as profile:
             for _ in range(5):
                 sdk_side(messages)
