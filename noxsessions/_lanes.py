@@ -13,12 +13,12 @@ result and seconds in the default order, the full log of every failed session on
 and exit status 1 if any failed.
 
 Sessions that write the same files never run at the same time: each holds the locks of
-``LOCKS`` while it runs, and a session waits until none of its locks is held. Sessions in
-``EXCLUSIVE`` run alone (the conformance matrix: its columns already use every CPU, it
-builds the TypeScript and Go clients in the trees other sessions use, and its
-``worker-restart.*`` cases keep time with a restarting worker). Among the sessions that
-may start, the longest (by ``WEIGHTS``, seconds of an idle run) goes first, so the long
-ones do not end up alone at the end.
+``LOCKS`` while it runs, and a session waits until none of its locks is held. A session
+counts for ``SIZES`` lanes (one unless listed): the conformance matrix runs many runners
+at once and mostly waits on workers, restarts and time-outs, so it takes two lanes and
+admits lighter partners beside it. Among the sessions that may start, the longest (by
+``WEIGHTS``, seconds of an idle run) goes first, so the long ones overlap instead of
+ending up alone at the end.
 """
 
 from __future__ import annotations
@@ -49,10 +49,13 @@ LOCKS: dict[str, frozenset[str]] = {
     "python-sdk-tree": frozenset({"python_sdk_lint", "python_sdk_tox"}),
     # sdk/go: builds of the same module and the staticcheck binary under .cache/go-tools. Go's
     # caches take their own locks; one Go session at a time also keeps go test -race's two
-    # cores to itself.
-    "go-module": frozenset({"compile_go", "go_lint", "go_tests", "conformance"}),
+    # cores to itself. Conformance is not among them: it builds its Go client once, into
+    # conformance/clients/go, and only reads sdk/go.
+    "go-module": frozenset({"compile_go", "go_lint", "go_tests"}),
 }
-EXCLUSIVE = frozenset({"conformance"})
+# Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
+# still start when nothing else runs.
+SIZES: dict[str, int] = {"conformance": 2}
 # Seconds per session in an idle serial run (clean clone, 2 cores): only the order of
 # starting depends on them. Unknown sessions count as DEFAULT_WEIGHT.
 WEIGHTS: dict[str, float] = {
@@ -84,26 +87,29 @@ class Schedule:
 
     @staticmethod
     def order(names: Sequence[str]) -> list[str]:
-        """Longest first; exclusive sessions after every other one."""
-        return sorted(names, key=lambda n: (n in EXCLUSIVE, -WEIGHTS.get(n, DEFAULT_WEIGHT)))
+        """Longest first."""
+        return sorted(names, key=lambda n: -WEIGHTS.get(n, DEFAULT_WEIGHT))
 
     def locks_of(self, name: str) -> set[str]:
         return {lock for lock, holders in LOCKS.items() if name in holders}
 
-    def can_start(self, name: str) -> bool:
-        if any(r in EXCLUSIVE for r in self.running):
+    @staticmethod
+    def size_of(name: str) -> int:
+        return SIZES.get(name, 1)
+
+    def lanes_in_use(self) -> int:
+        return sum(self.size_of(r) for r in self.running)
+
+    def can_start(self, name: str, lanes: int) -> bool:
+        if self.running and self.lanes_in_use() + self.size_of(name) > lanes:
             return False
-        if name in EXCLUSIVE:
-            return not self.running
         held = set().union(*(self.locks_of(r) for r in self.running))
         return not (self.locks_of(name) & held)
 
     def next(self, lanes: int) -> str | None:
         """The next session to start now, removed from pending, or None."""
-        if len(self.running) >= lanes:
-            return None
         for name in self.pending:
-            if self.can_start(name):
+            if self.can_start(name, lanes):
                 self.pending.remove(name)
                 self.running.add(name)
                 return name
