@@ -1,7 +1,8 @@
 """Sessions for the reference worker (conformance/docs/reference-worker.md).
 
     worker_tests  pytest conformance/tests/worker: the worker as a real subprocess over
-                  real TLS, driven with the SDK's raw grpcio stubs
+                  real TLS, driven with the SDK's raw grpcio stubs (three test files at
+                  once under pytest-xdist; `-- -n 0` for one after another)
     worker_fuzz   hypothesis over raw request bytes per RPC (bounded: 150 examples per RPC,
                   15 s per example), asserting no INTERNAL and no journal write when refused
     worker_lint   ruff and mypy --strict on the worker package (not the generated _gen,
@@ -25,6 +26,7 @@ from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "conformance/requirements-test.txt"
+XDIST_PINS = ROOT / "noxsessions/requirements-xdist.txt"
 # Modules of the worker package that other sessions own.
 _OTHERS = ("_gen", "faults", "artifacts", "sidecar")
 
@@ -36,10 +38,10 @@ def _install(session: nox.Session) -> None:
     install_local(session, "conformance")  # the shared wheel, as users install it
 
 
-def _pytest(session: nox.Session, target: str, *, timeout: int) -> None:
+def _pytest(session: nox.Session, target: str, *, timeout: int, parallel: tuple[str, ...] = ()) -> None:
     _install(session)
     session.run(
-        "pytest", "-p", "no:cacheprovider", "-q", "--timeout", str(timeout),
+        "pytest", "-p", "no:cacheprovider", "-q", "--timeout", str(timeout), *parallel,
         str(ROOT / target), *session.posargs,
     )
 
@@ -47,7 +49,11 @@ def _pytest(session: nox.Session, target: str, *, timeout: int) -> None:
 @nox.session
 def worker_tests(session: nox.Session) -> None:
     """Every W requirement in scope, against real worker processes."""
-    _pytest(session, "conformance/tests/worker", timeout=120)
+    session.install("-r", str(XDIST_PINS))
+    # The tests mostly wait on worker processes (start-up, restarts, kill -9, time-outs),
+    # so three run at once, a test file per xdist process (files share module-scoped
+    # workers); `-- -n 0` runs them one after another.
+    _pytest(session, "conformance/tests/worker", timeout=120, parallel=("-n", "3", "--dist", "loadfile"))
 
 
 @nox.session
