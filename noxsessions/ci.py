@@ -9,10 +9,12 @@ the CI's orchestration.
                              conformance columns one after another (`--jobs 1`)
                    lanes     today's CI: uv, the shared per-content wheels of the repository's
                              packages, sessions in parallel lanes (./noxw's default: one per
-                             CPU plus one), conformance columns in parallel
+                             CPU plus one), conformance runners in parallel
+                             (the runner's default: 4 per CPU, 2 per column on 2 CPUs)
                  and prints each wall time, plus the session-seconds spent in set-up (venv
                  creation, installs, wheel builds, `npm ci`) and in the rest, read from nox's
-                 timestamped logs (in lanes these add up to more than the wall time). Then the
+                 timestamped logs (in lanes these add up to more than the wall time), and the
+                 machine's load average sampled every 10 s during each. Then the
                  lanes/baseline ratios of the round, their median and min-max spread. Rounds
                  alternate which configuration goes first.
     ci_selftest  pytest of noxsessions/_tests: the lanes of a bare ./noxw, their locks, a
@@ -37,11 +39,12 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import nox
 
@@ -82,6 +85,40 @@ class Timing:
     setup: float  # session-seconds in set-up steps
     busy: float  # session-seconds in sessions (set-up and the rest)
     failed: list[str]
+    load: list[float]  # 1-minute load average, sampled every LOAD_EVERY seconds
+
+
+LOAD_EVERY = 10.0
+
+
+class LoadSampler:
+    """Samples the 1-minute load average while a configuration runs: the machine may be
+    shared, and a ratio measured under a different load than its partner is worth less."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(LOAD_EVERY):
+                return
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def describe_load(samples: list[float]) -> str:
+    if not samples:
+        return "load not sampled"
+    return f"load median {statistics.median(samples):.1f} (min {min(samples):.1f}, max {max(samples):.1f})"
 
     @property
     def rest(self) -> float:
@@ -121,7 +158,7 @@ def measure(session: nox.Session, name: str, sessions: list[str], work: Path) ->
     log_path = work / "nox.log"
     failed: list[str] = []
     started = time.monotonic()
-    with open(log_path, "w") as log:
+    with open(log_path, "w") as log, LoadSampler() as load:
         done = subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     wall = time.monotonic() - started
     text = log_path.read_text(errors="replace")
@@ -129,10 +166,10 @@ def measure(session: nox.Session, name: str, sessions: list[str], work: Path) ->
         # A failing session or case still ran to the end, so the time is kept; the verdict is flagged.
         failed = sorted(set(re.findall(r"Session (\S+) failed", text))) or ["(see the log)"]
     setup, busy = split_log(text)
-    timing = Timing(wall, setup, busy, failed)
+    timing = Timing(wall, setup, busy, failed, load.samples)
     session.log(
         f"{name:<8} wall {timing.wall:6.1f} s; session-seconds: set-up {timing.setup:5.1f}, "
-        f"rest {timing.rest:5.1f}  (log {log_path}; load {os.getloadavg()[0]:.1f})"
+        f"rest {timing.rest:5.1f}  (log {log_path}; {describe_load(timing.load)})"
     )
     for what in failed:
         session.warn(f"{name}: FAILED (time kept, verdict flagged): {what}")
@@ -170,6 +207,7 @@ def _report(session: nox.Session, results: dict[str, list[Timing]]) -> None:
         session.log(f"{name:<8} wall            {spread([t.wall for t in timings])}")
         session.log(f"{'':<8} set-up (sess-s) {spread([t.setup for t in timings])}")
         session.log(f"{'':<8} rest   (sess-s) {spread([t.rest for t in timings])}")
+        session.log(f"{'':<8} {describe_load([x for t in timings for x in t.load])}")
 
     flagged = [name for name, timings in results.items() if any(t.failed for t in timings)]
     if flagged:
