@@ -30,8 +30,9 @@ from pathlib import Path
 from . import sdks
 from .case_queue import CaseQueue, longest_first
 from .catalogue import Case
+from .enrolment_templates import EnrolmentTemplates
 from .results import NOT_RUN, CaseResult, RunVerdict
-from .runner import Options, Suite, order_cases
+from .runner import Options, Suite, _contains_secret, _read_from, order_cases
 
 log = logging.getLogger("colossus_conformance")
 
@@ -116,7 +117,23 @@ def _parallel(
 ) -> RunVerdict:
     _build_all(clients)
     logs = options.results_dir / "logs"
-    shared = dataclasses.replace(options, on_result=_serialised(options.on_result))
+    templates = EnrolmentTemplates(options.scratch, logs / "enrolment")
+    try:
+        shared = dataclasses.replace(options, on_result=_serialised(options.on_result), templates=templates)
+        return _run_runners(selected, clients, shared, all_ids, jobs, logs, templates)
+    finally:
+        templates.close()
+
+
+def _run_runners(
+    selected: list[Case],
+    clients: list[sdks.ClientSpec],
+    shared: Options,
+    all_ids: list[str],
+    jobs: int,
+    logs: Path,
+    templates: EnrolmentTemplates,
+) -> RunVerdict:
     cancelled = threading.Event()
     per_column = runners_per_column(jobs, len(clients))
     order = {c.id: i for i, c in enumerate(order_cases(selected))}
@@ -163,12 +180,16 @@ def _parallel(
         tally = Counter(r.status for r in results)
         summary = ", ".join(f"{n} {status.lower()}" for status, n in sorted(tally.items()))
         log.info("[%s] column: %s (columns done after %.0fs)", spec.sdk, summary, time.monotonic() - started)
-    cross_suite = _suite(selected, shared, logs / "cross")
+    # The cross suite enrols only what the cross-SDK cases use.
+    cross_suite = _suite([c for c in selected if c.cross_sdk], shared, logs / "cross")
     try:
         merged.results.extend(cross_suite.run_cross(clients).results)
         merged.problems.extend(cross_suite._scan_worker_logs())
     finally:
         cross_suite.close()
+    for log_path, bearers in templates.bearers_by_log().items():
+        if _contains_secret(_read_from(log_path, 0), bearers):
+            merged.problems.append(f"a bearer appeared in the enrolment log {log_path}")
     return merged
 
 

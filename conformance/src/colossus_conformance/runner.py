@@ -27,6 +27,7 @@ from . import assertions, discovery, known_failures, scripts, sync_points
 from .case_queue import CaseQueue
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
+from .enrolment_templates import EnrolmentTemplates
 from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
 from .sdks import ClientSpec
 from .worker import (
@@ -50,6 +51,8 @@ class Options:
     scratch: Path | None = None
     timeout_scale: float = 1.0
     on_result: Callable[[CaseResult], None] | None = None
+    # Shared by the runners of a parallel run: enrol once per configuration, copy after.
+    templates: EnrolmentTemplates | None = None
 
 
 @dataclass
@@ -133,8 +136,11 @@ class Suite:
         limits: dict[str, str] | None = {} if configuration == "default-limits" else None
         w = ManagedWorker(configuration, self.scratch, self.log_dir, limits)
         try:
-            for app, grant in sorted(self.applications(configuration).items()):
-                w.enrol(app, grant)
+            if self.options.templates is not None:
+                self.options.templates.fill(w, self.applications(configuration), limits)
+            else:
+                for app, grant in sorted(self.applications(configuration).items()):
+                    w.enrol(app, grant)
             w.start()
         except Exception as exc:
             w.stop()
