@@ -7,7 +7,8 @@
     python_sdk_tox       sdk/python/tox.ini: unit tests on Python 3.10, 3.12 and 3.13 and on
                          the lowest allowed dependencies (3.11 runs the full suite above)
     python_sdk_examples  runs every script in sdk/python/examples against the reference worker
-    bench_python_sdk     watch throughput, connect time and RSS growth (not in the default run)
+    bench_python_sdk     the watch's per-event cost, watch throughput, connect time and RSS
+                         growth (not in the default run)
 
 Arguments after `--` go to pytest (tests) or to the benchmark script.
 """
@@ -115,4 +116,6 @@ def python_sdk_examples(session: nox.Session) -> None:
 def bench_python_sdk(session: nox.Session) -> None:
     """Prints the SDK's figures: watch throughput ratio, connect time, RSS growth."""
     _install(session, worker=True)
+    # The SDK's own per-event work first, without the network (steady on a busy machine).
+    session.run("python", str(SDK / "benchmarks/event_path.py"))
     session.run("python", str(SDK / "benchmarks/bench.py"), *session.posargs)

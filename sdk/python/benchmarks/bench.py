@@ -17,7 +17,8 @@
    To show where the gap goes, a fourth side reads the SDK's own channel (through the
    relay) exactly like the raw stub: ``watch_relay_ratio`` is what the relay costs,
    ``watch_sdk_vs_relay_ratio`` what the SDK's per-event work and closing GetRun cost;
-   the calling thread's CPU time per event is printed for every side.
+   the calling thread's CPU time per event is printed for every side (``event_path.py``
+   measures the SDK's per-event work alone, without the network).
 2. Connect time: ``Client.connect`` and ``AsyncClient.connect`` (discovery files -> the
    trust relay's checked TLS 1.3 connection -> channel through the relay -> verified
    GetServerInfo) against a raw TLS channel plus one GetServerInfo, in alternating rounds
