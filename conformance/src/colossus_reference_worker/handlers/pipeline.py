@@ -100,6 +100,7 @@ class Pipeline:
         self._app_decodes: dict[str, asyncio.Semaphore] = {}
         # Hooks left at their no-op defaults are not awaited on every call.
         kind = type(hooks)
+        self._plain_on_rpc = kind.on_rpc is WorkerHooks.on_rpc
         self._plain_before = kind.before_unary is WorkerHooks.before_unary
         self._plain_after = kind.after_unary_commit is WorkerHooks.after_unary_commit
         self._plain_replies = kind.alter_reply is WorkerHooks.alter_reply
@@ -140,7 +141,8 @@ class Pipeline:
             values = [v if isinstance(v, str) else "" for v in metadata.getall("authorization", [])]
             if header_bytes is None:  # no listener kept the block: count what is left
                 header_bytes = header_list_size(metadata.items())
-        self.hooks.on_rpc(self.connections.conn_id(stream), method, bool(values))
+        if not self._plain_on_rpc:
+            self.hooks.on_rpc(self.connections.conn_id(stream), method, bool(values))
         if header_bytes is not None and header_bytes > self.config.limits.max_header_bytes:
             raise ApiError(Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
                            "the request headers are too large", {"limit": "max_header_bytes"})
