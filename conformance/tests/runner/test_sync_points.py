@@ -226,8 +226,8 @@ class FakeWorker:
     def halt(self, hard, listener=None):
         self.calls.append(("halt", hard, listener))
 
-    def start(self):
-        self.calls.append(("start",))
+    def start(self, silent_closes=0):
+        self.calls.append(("start", silent_closes) if silent_closes else ("start",))
         self.started.set()
 
 
