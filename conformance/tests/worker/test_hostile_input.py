@@ -126,6 +126,10 @@ CORPUS = [
         INVALID, "INPUT_TOO_MANY_PARTS", "input"),
     Row("skills", RUNS + "CreateRun", _msg(CREATE_OK + string(10, b"skill")), INVALID,
         "SKILLS_NOT_SUPPORTED", "selected_skills"),
+    # Only the guard answers this: decoding would fail first on the truncated tail.
+    Row("skills-then-truncated", RUNS + "CreateRun",
+        _msg(CREATE_OK + string(10, b"skill") + b"\x0a\xff"), INVALID,
+        "SKILLS_NOT_SUPPORTED", "selected_skills"),
     Row("ten-statuses", RUNS + "ListRuns", _msg(string(1, bytes(range(1, 11)))), INVALID,
         "STATUS_FILTER_TOO_LARGE", "statuses"),
     # --- values the decoded message carries ----------------------------------------------------------
