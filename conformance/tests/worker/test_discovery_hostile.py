@@ -59,3 +59,14 @@ def test_files_rewritten_by_another_writer_are_left_alone(make_worker):
     endpoint.write_text(changed)
     worker.stop()
     assert endpoint.read_text() == changed
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_file_whose_mode_changed_is_left_alone(make_worker, name):
+    # The same bytes under another mode were written (or loosened) by someone else.
+    worker = make_worker()
+    os.chmod(worker.public / name, 0o644)
+    worker.stop()
+    assert (worker.public / name).exists()
+    other = next(n for n in FILES if n != name)
+    assert not (worker.public / other).exists()
