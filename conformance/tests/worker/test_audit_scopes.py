@@ -71,3 +71,17 @@ def test_artifact_calls_need_their_own_scope(worker):
     _refused(lambda: list(download.DownloadArtifact(
         artifacts_pb2.DownloadArtifactRequest(artifact_id="art_missing"), metadata=md,
         timeout=10)), "artifacts:read")
+
+
+def test_a_run_uses_only_the_tools_its_credential_grants(make_worker):
+    # W4/W14: the grant captured at acceptance decides the tools. With one tool granted,
+    # another tool the worker knows fails its activity (a planted runtime that allowed
+    # every known tool survived: the other tests' applications were granted them all).
+    worker = make_worker(tools=("filesystem.read",))
+    c = worker.client("app1")
+    run = c.create(uuid.uuid4().hex, "colossus-script v1\ntool shell.run\ntool filesystem.read").run
+    c.wait_status(run.run_id, S.RUN_STATUS_SUCCEEDED)
+    phases = [e.tool_activity.phase for e in c.watch(run.run_id) if e.HasField("tool_activity")]
+    assert phases[0] == S.TOOL_ACTIVITY_PHASE_FAILED
+    assert phases[-1] == S.TOOL_ACTIVITY_PHASE_COMPLETED
+    assert S.TOOL_ACTIVITY_PHASE_COMPLETED not in phases[:-1]
