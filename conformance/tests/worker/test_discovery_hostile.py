@@ -70,3 +70,15 @@ def test_a_file_whose_mode_changed_is_left_alone(make_worker, name):
     assert (worker.public / name).exists()
     other = next(n for n in FILES if n != name)
     assert not (worker.public / other).exists()
+
+
+def test_a_file_rewritten_to_the_same_length_is_left_alone(make_worker):
+    # Only the bytes differ: same inode, owner, mode, link count and size.
+    worker = make_worker()
+    endpoint = worker.public / "endpoint.json"
+    original = endpoint.read_text()
+    changed = original[:-2] + ("A" if original[-2] != "A" else "B") + original[-1:]
+    assert len(changed) == len(original) and changed != original
+    endpoint.write_text(changed)
+    worker.stop()
+    assert endpoint.read_text() == changed
