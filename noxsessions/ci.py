@@ -87,6 +87,10 @@ class Timing:
     failed: list[str]
     load: list[float]  # 1-minute load average, sampled every LOAD_EVERY seconds
 
+    @property
+    def rest(self) -> float:
+        return self.busy - self.setup
+
 
 LOAD_EVERY = 10.0
 
@@ -119,10 +123,6 @@ def describe_load(samples: list[float]) -> str:
     if not samples:
         return "load not sampled"
     return f"load median {statistics.median(samples):.1f} (min {min(samples):.1f}, max {max(samples):.1f})"
-
-    @property
-    def rest(self) -> float:
-        return self.busy - self.setup
 
 
 def split_log(text: str) -> tuple[float, float]:
