@@ -1,4 +1,4 @@
-"""In-process checks written against bugs planted in the run engine that the suite let through."""
+"""A second cancel while the run is CANCELLING changes nothing (W10), checked in process."""
 
 from __future__ import annotations
 
