@@ -161,7 +161,9 @@ class Worker:
                 [sys.executable, "-m", "colossus_reference_worker.cli",
                  "--public-api-dir", str(self.public), "--log-level", "INFO", *self.args],
                 stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 15
+        # A safety net, not a measurement: under a loaded CI machine (parallel lanes and
+        # xdist) a cold start has taken over 15 s, and waiting longer costs nothing.
+        deadline = time.monotonic() + 60
         while not (self.public / "endpoint.json").exists():
             assert self.proc.poll() is None, self.log_path.read_text()
             assert time.monotonic() < deadline, "worker did not start"

@@ -10,6 +10,8 @@ from raw_h2 import RawClient, frame
 from test_hostile_input import RUNS, SYSTEM
 
 REFUSED_STREAM = 0x7
+# The client connection preface and an empty SETTINGS frame.
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
 def _failed_handshake(host: str, port: int) -> None:
@@ -23,14 +25,19 @@ def _held_connections(host: str, port: int, pem: bytes, at_most: int) -> list[ss
     """Open TLS connections until one is refused (or ``at_most`` are held)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(cadata=pem.decode())
+    ctx.set_alpn_protocols(["h2"])
     held: list[ssl.SSLSocket] = []
     for _ in range(at_most):
         raw = socket.create_connection((host, port), timeout=10)
         try:
-            held.append(ctx.wrap_socket(raw, server_hostname=host))
+            tls = ctx.wrap_socket(raw, server_hostname=host)
         except (ssl.SSLError, OSError):
             raw.close()
             break
+        # Speak HTTP/2 at once: a TLS connection that stays silent is closed after a few
+        # seconds, which would free its slot while a slow machine is still opening the rest.
+        tls.sendall(H2_PREFACE)
+        held.append(tls)
     return held
 
 
