@@ -32,6 +32,15 @@ BUILD_INPUTS = ("pyproject.toml", "setup.cfg", "setup.py", "MANIFEST.in", "READM
 SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".mypy_cache", ".ruff_cache")
 
 
+# The exact versions each local package's dependencies are installed at (as constraints),
+# so a session that installs the package with its dependencies gets the same stack on
+# every machine: the SDK's pinned runtime stack, the worker's indirect dependencies.
+CONSTRAINTS = {
+    "conformance": ROOT / "conformance" / "constraints.txt",
+    "sdk/python": ROOT / "sdk" / "python" / "requirements-dev.txt",
+}
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("COLOSSUS_WHEEL_CACHE") or ROOT / ".cache" / "wheels")
 
@@ -43,7 +52,13 @@ def install_local(session: nox.Session, *folders: Path | str, deps: bool = True)
         targets = [str(p) for p in paths]
     else:
         targets = [local_wheel(session, p) for p in paths]
-    session.install(*([] if deps else ["--no-deps"]), *targets)
+    constraints: list[str] = []
+    if deps:
+        for path in paths:
+            pins = CONSTRAINTS.get(path.relative_to(ROOT).as_posix()) if path.is_relative_to(ROOT) else None
+            if pins is not None:
+                constraints += ["-c", str(pins)]
+    session.install(*([] if deps else ["--no-deps"]), *constraints, *targets)
 
 
 def local_wheel(session: nox.Session, folder: Path) -> str:
