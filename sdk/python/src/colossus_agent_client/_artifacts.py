@@ -28,6 +28,7 @@ from ._connection import (
 )
 from ._errors import ArtifactIntegrityError, ProtocolViolationError
 from ._requests import CAP_ARTIFACTS, check_id, check_manifest, require_capability
+from ._transport._first_status import FirstStatus
 from ._watch import AsyncBackend, SyncBackend
 from .api.v1alpha1 import artifacts_pb2
 
@@ -272,12 +273,16 @@ class AsyncArtifacts:
                 yield message
 
         refused_before = conn.trust_refusal()
+        call = conn.artifacts.UploadArtifact(
+            requests(), timeout=conn.timeout(timeout), metadata=conn.metadata()
+        )
+        # A refusal while chunks are still being written reaches the caller as the
+        # worker's answer, not as grpc.aio's INTERNAL (see _first_status).
+        first = FirstStatus(call)
         try:
-            response = await conn.artifacts.UploadArtifact(
-                requests(), timeout=conn.timeout(timeout), metadata=conn.metadata()
-            )
+            response = await call
         except grpc.RpcError as exc:
-            raise mutation_error(exc, conn, refused_before, None) from None
+            raise mutation_error(first.original(exc), conn, refused_before, None) from None
         return _check_uploaded(response.artifact, len(data), digest)
 
     async def download(
