@@ -35,11 +35,13 @@ class Crafted:
     descriptor_pin: str | None
 
 
-def _self_signed(ca: bool, host: str = "127.0.0.1") -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def _self_signed(
+    ca: bool, host: str = "127.0.0.1", basic_constraints: bool = True
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "conformance-crafted")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
@@ -47,13 +49,13 @@ def _self_signed(ca: bool, host: str = "127.0.0.1") -> tuple[x509.Certificate, e
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         .add_extension(
             x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False
         )
-        .sign(key, hashes.SHA256())
     )
-    return cert, key
+    if basic_constraints:
+        builder = builder.add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    return builder.sign(key, hashes.SHA256()), key
 
 
 def _pem(cert: x509.Certificate) -> bytes:
@@ -89,6 +91,12 @@ def craft(real_dir: Path, spec: dict[str, Any], parent: Path) -> Crafted:
         # match, so only the BasicConstraints rule can catch it.
         ca_cert, _ = _self_signed(ca=True)
         certificate = _pem(ca_cert)
+        descriptor["certificate_sha256"] = sha256_of_pem(certificate)
+    elif variant == "no-basic-constraints":
+        # Self-consistent too, and not a CA either: only the rule that the extension must
+        # be present (a reader defaulting a missing one to CA=false passes it) can catch it.
+        bare, _ = _self_signed(ca=False, basic_constraints=False)
+        certificate = _pem(bare)
         descriptor["certificate_sha256"] = sha256_of_pem(certificate)
     elif variant == "other-leaf":
         other, _ = _self_signed(ca=False)
