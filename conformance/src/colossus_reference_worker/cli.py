@@ -38,6 +38,7 @@ from .commands.common import (
     state_dir_of,
     worker_config,
 )
+from .commands.serve import add_arguments as add_serve_arguments
 from .config import SCOPES
 from .errors import JournalIntegrityError, StorageUnavailable
 from .faults import add_arguments as add_fault_arguments
@@ -98,6 +99,7 @@ def build_legacy_parser() -> argparse.ArgumentParser:
                        help="print key: value lines (default) or one JSON object")
     add_sidecar_arguments(p)
     add_fault_arguments(p)
+    add_serve_arguments(p)
     return p
 
 

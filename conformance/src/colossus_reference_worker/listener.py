@@ -3,6 +3,11 @@
 Running ``start_tls`` per connection (instead of handing an SSL context to
 ``create_server``) lets the worker bound the handshake time, refuse
 connections beyond the limit, and tell the hooks about failed handshakes.
+
+It serves on asyncio's loop and on uvloop alike. uvloop's transports are not
+``asyncio.Transport`` subclasses (only the same methods), and uvloop starts
+reading once ``connection_made`` returns even if the protocol paused, so the
+upgrade to TLS begins inside ``connection_made`` (see ``eager_start``).
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ import logging
 import socket
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from h2.settings import SettingCodes
 
 from .config import Limits
+from .eager_start import start_now
 from .frame_trace import defer_frame_repr
 from .handlers.pipeline import ConnectionTable
 from .header_block import keep_request_headers
@@ -125,7 +131,7 @@ class _AppProxy(asyncio.Protocol):
         self._peer = transport.get_extra_info("peername")
         if self._peer is not None:
             self._listener.connections.by_peer[self._peer] = self._conn_id
-        assert isinstance(transport, asyncio.Transport)
+        transport = _as_transport(transport)
         self._inner.connection_made(_CoalescingTransport(transport))
         keep_request_headers(self._inner)
         limits = self._listener.limits
@@ -234,15 +240,25 @@ class _Slot:
             self._listener = None
 
 
+def _as_transport(transport: asyncio.BaseTransport) -> asyncio.Transport:
+    """A stream transport, typed as one: uvloop's have the methods but not the base class."""
+    return cast(asyncio.Transport, transport)
+
+
 class _Gate(asyncio.Protocol):
-    """The plain TCP side: hold reading, then upgrade to TLS."""
+    """The plain TCP side: decide on the connection, then hand it to ``start_tls`` at once.
+
+    The gate never sees a byte: on asyncio reading stays paused until the TLS
+    protocol resumes it, and on uvloop (which reads as soon as
+    ``connection_made`` returns) the TLS protocol is already in place by then.
+    """
 
     def __init__(self, listener: Listener, inner_factory: Callable[[], Any]) -> None:
         self._listener = listener
         self._inner_factory = inner_factory
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = _as_transport(transport)
         transport.pause_reading()
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -250,7 +266,7 @@ class _Gate(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._listener.accept(transport, self._inner_factory)
 
-    def data_received(self, data: bytes) -> None:  # never: reading is paused until TLS
+    def data_received(self, data: bytes) -> None:  # never: start_tls swaps the protocol first
         pass
 
 
@@ -286,9 +302,9 @@ class Listener:
             self.hooks.on_connection(conn_id, None, False)
             return
         slot = _Slot(self)
-        task = asyncio.get_running_loop().create_task(
-            self._handshake(conn_id, transport, inner_factory, slot)
-        )
+        # start_tls's first step (pause reading, swap the protocol) must run before
+        # this connection_made returns; see the module docstring.
+        task = start_now(self._handshake(conn_id, transport, inner_factory, slot))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -11,6 +11,7 @@ from ..sidecar.main import add_arguments as add_sidecar_arguments
 from .admin import add_delivery_flags, add_grant_flags
 from .common import EXIT_CODES, PROG, Parser, add_folder_flags, add_json_flag
 from .runs import add_run_filters
+from .serve import add_arguments as add_serve_arguments
 
 COMMANDS = ("serve", "dev", "enroll", "credentials", "runs", "journal")
 
@@ -81,6 +82,7 @@ def build() -> Parser:
                        help="honour the script step 'crash' (tests only)")
     add_sidecar_arguments(serve)
     add_fault_arguments(serve)
+    add_serve_arguments(serve)
 
     dev = _sub(subs, "dev", "serve a development worker: private folder, an enrolled "
                "application, and connection snippets for each SDK", f"""

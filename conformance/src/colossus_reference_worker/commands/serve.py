@@ -8,6 +8,7 @@ import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .. import event_loop
 from ..config import WorkerConfig
 from ..faults import hooks_from_args
 from .common import UsageError
@@ -47,6 +48,16 @@ async def serve(config: WorkerConfig, args: argparse.Namespace,
     return 0
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The serve-only flags that belong to this module (``--event-loop``)."""
+    event_loop.add_argument(parser)
+
+
 def run_serve(config: WorkerConfig, args: argparse.Namespace,
               on_serving: OnServing | None = None) -> int:
-    return asyncio.run(serve(config, args, on_serving))
+    # ``dev`` has no --event-loop flag: it serves on the default loop.
+    choice = getattr(args, "event_loop", event_loop.DEFAULT)
+    try:
+        return event_loop.run(choice, serve(config, args, on_serving))
+    except event_loop.EventLoopUnavailable as exc:
+        raise UsageError(str(exc)) from None
