@@ -6,7 +6,7 @@ TLS listener and write-coalescing transport with the worker's certificate. No
 authentication, journal, verification or cache: what is left is the cost of
 grpclib, HTTP/2 and TLS, which a worker replay can at best match.
 
-    python bare_replay_server.py STATE_DIR FRAMES_FILE
+    python bare_replay_server.py STATE_DIR FRAMES_FILE [asyncio|uvloop]
 
 ``FRAMES_FILE`` holds the frames, each preceded by its length (4 bytes, big
 endian). The server prints its port on stdout and serves until stdin closes.
@@ -24,6 +24,7 @@ from typing import Any
 import grpclib.const
 from grpclib.server import Stream
 
+from colossus_reference_worker import event_loop
 from colossus_reference_worker._gen.colossus.api.v1alpha1 import (
     WatchRunRequest,
     WatchRunResponse,
@@ -75,4 +76,6 @@ async def serve(state: Path, frames: list[bytes]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(Path(sys.argv[1]), _read_frames(Path(sys.argv[2]))))
+    # On the worker's event loop (bench_worker passes it), so the ratio compares like with like.
+    event_loop.run(sys.argv[3] if len(sys.argv) > 3 else "asyncio",
+                   serve(Path(sys.argv[1]), _read_frames(Path(sys.argv[2]))))

@@ -9,7 +9,9 @@ the worker process (from ``/proc``) barely does. Each worker serves a finished
 (the cheapest authenticated call: the RPC stack's own cost) and, with
 ``--before REV``, with the same blocks against the worker of that git revision
 (its ``conformance/src`` exported to a temporary folder), the order swapped
-every round. Prints medians with their min-max spread. Not a test.
+every round. ``--loops`` compares this tree's worker on uvloop and on asyncio's
+loop the same way (``--event-loop`` picks one loop for this tree's worker).
+Prints medians with their min-max spread. Not a test.
 """
 
 from __future__ import annotations
@@ -56,14 +58,15 @@ def _export(revision: str, into: Path) -> Path:
     return into / "conformance" / "src"
 
 
-def _start(root: Path, source: Path | None) -> tuple[Worker, Client, str]:
+def _start(root: Path, source: Path | None,
+           extra: tuple[str, ...] = ()) -> tuple[Worker, Client, str]:
     """A worker (of ``source``, or the installed one) holding a finished 4,095-event run."""
     root.mkdir(mode=0o700)
     if source is None:
         os.environ.pop("PYTHONPATH", None)
     else:
         os.environ["PYTHONPATH"] = str(source)
-    worker = Worker(root, tuple(a for item in ROOMY for a in ("--limit", item)))
+    worker = Worker(root, tuple(a for item in ROOMY for a in ("--limit", item)) + extra)
     worker.public.mkdir(mode=0o700)
     worker.enroll("bench1")
     worker.start()
@@ -79,19 +82,30 @@ def main() -> None:
     parser.add_argument("--before", help="git revision whose worker to compare with")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=400, help="calls per block")
+    parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"),
+                        help="event loop of this tree's worker (default: the worker's default)")
+    parser.add_argument("--loops", action="store_true",
+                        help="this tree's worker on uvloop and on asyncio, alternating")
     args = parser.parse_args()
     print("load average at start (1, 5, 15 min): "
           + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         base.chmod(0o700)
-        sides: dict[str, Path | None] = {"this tree": None}
+        sides: dict[str, tuple[Path | None, tuple[str, ...]]] = {}
+        if args.loops:
+            for loop in ("uvloop", "asyncio"):
+                sides[f"this tree on {loop}"] = (None, ("--event-loop", loop))
+        elif args.event_loop:
+            sides[f"this tree on {args.event_loop}"] = (None, ("--event-loop", args.event_loop))
+        else:
+            sides["this tree"] = (None, ())
         if args.before:
-            sides[f"before ({args.before})"] = _export(args.before, base)
+            sides[f"before ({args.before})"] = (_export(args.before, base), ())
         workers = {}
         try:
-            for n, (name, source) in enumerate(sides.items()):
-                workers[name] = _start(base / f"w{n}", source)
+            for n, (name, (source, extra)) in enumerate(sides.items()):
+                workers[name] = _start(base / f"w{n}", source, extra)
             blocks: dict[tuple[str, str], list[float]] = {}
             for i in range(args.rounds):
                 names = list(workers) if i % 2 == 0 else list(reversed(workers))

@@ -15,6 +15,9 @@ median of the per-round ratios with their min-max spread, never a best-of.
   inside single productions with polling switched on and off every 0.5 s;
 * CreateRun median latency, and the worker's memory with 64 live watches.
 
+``--event-loop`` runs the worker, and the bare grpclib server with it, on that
+loop (default: the worker's own default); the first line says which.
+
 This is not a test: nothing here asserts a threshold.
 """
 
@@ -71,6 +74,10 @@ def _rss_kib(pid: int) -> int:
     return -1
 
 
+def _serving_loop(worker: Worker) -> str:
+    """The event loop the worker says (at INFO, on start-up) it serves on."""
+    log = worker.log_path.read_text()
+    return "uvloop" if "serving on the uvloop event loop" in log else "asyncio"
 
 
 def _polled_production(worker: Worker, c: Client, rounds: int) -> None:
@@ -196,6 +203,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--productions", type=int, default=6)
     parser.add_argument("--windowed", type=int, default=2)
+    parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"),
+                        help="event loop of the worker and of the bare grpclib server "
+                             "(default: the worker's default)")
     args = parser.parse_args()
     # What else the machine was doing: every figure is only as quiet as this.
     print("load average at start (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
@@ -203,12 +213,16 @@ def main() -> None:
         root = Path(tmp)
         root.chmod(0o700)
         limit_args = [a for item in ROOMY for a in ("--limit", item)]
+        if args.event_loop:
+            limit_args += ["--event-loop", args.event_loop]
         worker = Worker(root, tuple(limit_args))
         worker.public.mkdir(mode=0o700)
         apps = [f"bench{i}" for i in range(1, 9)]
         for app in apps:
             worker.enroll(app)
         worker.start()
+        loop = _serving_loop(worker)
+        print(f"worker and bare grpclib server on the {loop} event loop")
         try:
             c = worker.client("bench1")
             c.create("warm-up", "x")
@@ -251,7 +265,7 @@ def main() -> None:
             frames_file.write_bytes(b"".join(struct.pack(">I", len(f)) + f for f in frames))
             bare = subprocess.Popen(
                 [sys.executable, str(HERE / "bare_replay_server.py"), str(worker.state),
-                 str(frames_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                 str(frames_file), loop], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             try:
                 assert bare.stdout is not None
                 port = int(bare.stdout.readline())
