@@ -204,6 +204,7 @@ class Suite:
                     ),
                     "expected_deployment_mode": conn.get("expected_deployment_mode", "SHARED_DAEMON"),
                     "bearer_frame": True,
+                    **{k: conn[k] for k in ("credential_provider",) if k in conn},
                 }
             )
             bearer_kind = conn.get("bearer", "enrolled")
