@@ -19,13 +19,19 @@ import (
 
 // countingProvider hands the SDK the bearer as given (the SDK judges it) and counts how
 // often the SDK asks, so the runner can prove C5.
+// A failing one errs as a broken keyring would, with the bearer in its message: the SDK
+// must report a credential failure without repeating that text.
 type countingProvider struct {
-	bearer string
-	calls  atomic.Int64
+	bearer  string
+	failing bool
+	calls   atomic.Int64
 }
 
 func (p *countingProvider) Bearer(context.Context) (string, error) {
 	p.calls.Add(1)
+	if p.failing {
+		return "", errors.New("the keyring daemon refused the entry " + p.bearer)
+	}
 	return p.bearer, nil
 }
 
@@ -126,7 +132,8 @@ func (c *caseRun) client(ctx context.Context, name string) (*colossus.Client, er
 	} else {
 		provider, ok := c.providers[name]
 		if !ok {
-			provider = &countingProvider{bearer: c.bearers[name]}
+			failing := spec["credential_provider"] == "failing"
+			provider = &countingProvider{bearer: c.bearers[name], failing: failing}
 			c.providers[name] = provider
 		}
 		mode := colossus.DeploymentModeSharedDaemon
@@ -187,8 +194,13 @@ func (c *caseRun) run() []any {
 				report["value"] = value
 			}
 			if err != nil {
-				// The SDK's error text never holds a bearer; causes are I/O and gRPC errors.
-				log.Printf("step %s failed: %v (cause: %v)", id, err, errors.Unwrap(err))
+				// The SDK's error text never holds a bearer; causes are I/O and gRPC errors, except
+				// a credential error's, which is the provider's own error and may hold its secret.
+				if errors.Is(err, colossus.ErrCredential) {
+					log.Printf("step %s failed: %v", id, err)
+				} else {
+					log.Printf("step %s failed: %v (cause: %v)", id, err, errors.Unwrap(err))
+				}
 				report["error"] = errorView(err)
 				var e *colossus.Error
 				if errors.As(err, &e) && e.IdempotencyKey != "" {

@@ -206,16 +206,22 @@ class CountingCredentialProvider:
     bearer must reach the SDK's connect path, so the case proves that path refuses it.
     The runner compares the count with the trust verdict: a connection refused by a
     trust check must never have asked for the bearer.
+
+    With ``failing`` it raises instead, as a broken keyring would, and its message carries
+    the bearer: an SDK must report a credential failure without repeating that text.
     """
 
-    __slots__ = ("_bearer", "calls")
+    __slots__ = ("_bearer", "_failing", "calls")
 
-    def __init__(self, bearer: str) -> None:
+    def __init__(self, bearer: str, *, failing: bool = False) -> None:
         self._bearer = bearer
+        self._failing = failing
         self.calls = 0
 
     def load_bearer(self) -> str:
         self.calls += 1
+        if self._failing:
+            raise OSError(f"the keyring daemon refused the entry {self._bearer}")
         return self._bearer
 
     def __repr__(self) -> str:
@@ -418,7 +424,10 @@ class CaseState:
         return provider.calls if provider is not None else 0
 
     def provider(self, name: str) -> CountingCredentialProvider:
-        return self.providers.setdefault(name, CountingCredentialProvider(self.bearers[name]))
+        failing = self.connections[name].get("credential_provider") == "failing"
+        return self.providers.setdefault(
+            name, CountingCredentialProvider(self.bearers[name], failing=failing)
+        )
 
     @contextmanager
     def step(self, step: dict[str, Any]) -> Iterator[dict[str, Any]]:

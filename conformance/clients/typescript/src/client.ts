@@ -17,15 +17,24 @@ function log(message: string): void {
   process.stderr.write(`typescript-client: ${message}\n`);
 }
 
-/** Wraps the SDK's in-memory provider and counts how often the SDK asks it (C5). */
+/**
+ * Wraps the SDK's in-memory provider and counts how often the SDK asks it (C5). A failing one
+ * throws as a broken keyring would, with the bearer in its message: the SDK must report a
+ * credential failure without repeating that text.
+ */
 class CountingCredentialProvider implements T.CredentialProvider {
   calls = 0;
   readonly #inner: T.InMemoryCredentialProvider;
-  constructor(bearer: string) {
+  readonly #failing: boolean;
+  readonly #bearer: string;
+  constructor(bearer: string, failing: boolean) {
     this.#inner = new sdk.InMemoryCredentialProvider(bearer);
+    this.#failing = failing;
+    this.#bearer = bearer;
   }
   getBearer(): string {
     this.calls += 1;
+    if (this.#failing) throw new Error(`the keyring daemon refused the entry ${this.#bearer}`);
     return this.#inner.getBearer();
   }
 }
@@ -123,7 +132,7 @@ class CaseRun {
     } else {
       let provider = this.providers.get(key);
       if (provider === undefined) {
-        provider = new CountingCredentialProvider(this.bearers.get(key) ?? "");
+        provider = new CountingCredentialProvider(this.bearers.get(key) ?? "", spec["credential_provider"] === "failing");
         this.providers.set(key, provider);
       }
       client = await sdk.Client.connect({
