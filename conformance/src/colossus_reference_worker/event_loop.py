@@ -56,15 +56,20 @@ def runner(name: str) -> Callable[[Coroutine[Any, Any, T]], T]:
 
 
 def run(choice: str, main: Coroutine[Any, Any, T]) -> T:
-    """Runs ``main`` on the chosen loop, saying at INFO which one serves."""
+    """Runs ``main`` on the chosen loop."""
     try:
         name = resolve(choice)
     except EventLoopUnavailable:
         main.close()
         raise
+    return runner(name)(main)
+
+
+def log_running() -> None:
+    """Says at INFO which loop serves (once serving started, so refusals print alone)."""
+    name = "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
     log.info("serving on the %s event loop%s", name, _version(name),
              extra={"fields": {"event": "event_loop", "loop": name}})
-    return runner(name)(main)
 
 
 def _version(name: str) -> str:

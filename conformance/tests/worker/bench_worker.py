@@ -75,9 +75,14 @@ def _rss_kib(pid: int) -> int:
 
 
 def _serving_loop(worker: Worker) -> str:
-    """The event loop the worker says (at INFO, on start-up) it serves on."""
-    log = worker.log_path.read_text()
-    return "uvloop" if "serving on the uvloop event loop" in log else "asyncio"
+    """The event loop the worker says (at INFO, once it serves) it serves on."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for loop in ("uvloop", "asyncio"):
+            if f"serving on the {loop} event loop" in worker.log_path.read_text():
+                return loop
+        time.sleep(0.05)
+    raise RuntimeError("the worker did not say which event loop serves")
 
 
 def _polled_production(worker: Worker, c: Client, rounds: int) -> None:

@@ -45,7 +45,7 @@ def short_dir() -> Iterator[Path]:
 
 def _start(make_worker, loop: str, *args: str):
     worker = make_worker("--event-loop", loop, *args, apps=("app1",))
-    assert f"serving on the {loop} event loop" in worker.log_path.read_text()
+    assert _logged(worker, f"serving on the {loop} event loop")
     return worker
 
 

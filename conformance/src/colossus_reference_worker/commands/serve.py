@@ -38,6 +38,7 @@ async def serve(config: WorkerConfig, args: argparse.Namespace,
         loop.add_signal_handler(sig, stop.set)
     try:
         worker = await start_worker(config, hooks)
+        event_loop.log_running()
         if on_serving is not None:
             on_serving(worker)
         await stop.wait()
