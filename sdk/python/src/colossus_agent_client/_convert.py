@@ -250,6 +250,26 @@ def _payload(pb: runs_pb2.RunEvent, kind: str | None) -> m.EventPayload | None:
     return None
 
 
+def output_delta_event(pb: runs_pb2.RunEvent, run_id: str, sequence: int) -> m.RunEvent:
+    """Converts an ``output_delta`` event whose ``run_id`` and ``sequence`` were read already.
+
+    The watch's commonest event, so both models are built through their twins (see
+    ``_mutable_twin``) in one call. ``pb`` must not be changed afterwards: the event reads
+    its time from it when first asked.
+    """
+    payload: Any = _DeltaTwin()
+    payload.text = pb.output_delta.text
+    payload.__class__ = _OutputDelta
+    event: Any = _EventTwin()
+    event.run_id = run_id
+    event.sequence = sequence
+    event.payload = payload
+    event.event_time_us = pb  # converted on first read (see _DeferredEventTime)
+    event.__class__ = _RunEvent
+    result: m.RunEvent = event
+    return result
+
+
 def run_event(
     pb: runs_pb2.RunEvent,
     kind: str | None = "",
@@ -264,17 +284,16 @@ def run_event(
     """
     if kind == "":
         kind = pb.WhichOneof("payload")
-    payload: Any
+    if run_id is None:
+        run_id = pb.run_id
+    if sequence is None:
+        sequence = pb.sequence
     if kind == "output_delta":
-        payload = _DeltaTwin()
-        payload.text = pb.output_delta.text
-        payload.__class__ = _OutputDelta
-    else:
-        payload = _payload(pb, kind)
+        return output_delta_event(pb, run_id, sequence)
     event: Any = _EventTwin()
-    event.run_id = pb.run_id if run_id is None else run_id
-    event.sequence = pb.sequence if sequence is None else sequence
-    event.payload = payload
+    event.run_id = run_id
+    event.sequence = sequence
+    event.payload = _payload(pb, kind)
     event.event_time_us = pb  # converted on first read (see _DeferredEventTime)
     event.__class__ = _RunEvent
     result: m.RunEvent = event

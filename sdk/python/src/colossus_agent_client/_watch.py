@@ -40,7 +40,7 @@ from ._errors import (
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
-from .api.v1alpha1 import run_service_pb2
+from .api.v1alpha1 import run_service_pb2, runs_pb2
 
 log = logging.getLogger("colossus_agent_client.watch")
 _EOF: Any = grpc.aio.EOF  # type: ignore[attr-defined]
@@ -72,6 +72,19 @@ def _only_answer(call: Any) -> run_service_pb2.GetRunResponse:
 
 def _new_core(run_id: str, after_sequence: int, policy: RetryPolicy) -> WatchCore[bytes]:
     return WatchCore(run_id, after_sequence, policy, equivalent=_same_event)
+
+
+def _classified(
+    core: WatchCore[bytes], event: runs_pb2.RunEvent, data: bytes, run_id: str, sequence: int
+) -> RunEvent | None:
+    """Any event but the next output delta in order: the core's full classification.
+
+    The converted event when the core delivers it; ``None`` for a replay to drop. Raises
+    the core's violations.
+    """
+    kind = event.WhichOneof("payload")
+    verdict = core.on_event(run_id, sequence, data, terminal=kind == "terminated", size=len(data))
+    return _convert.run_event(event, kind, run_id, sequence) if verdict is DELIVER else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +316,7 @@ class Watch:
 
     def _events(self) -> Iterator[RunEvent]:
         core = self._core
-        run_event, decode = _convert.run_event, _decode
+        admit_next, delta_event, decode = core.admit_next, _convert.output_delta_event, _decode
         watchdog = _IdleWatchdog(self._idle_timeout) if self._idle_timeout else None
         closing_get_run: Any = None
         try:
@@ -323,20 +336,19 @@ class Watch:
                         event = decode(data).event
                         if watchdog is not None:
                             watchdog.last_activity = time.monotonic()
-                        # Most events are output; HasField answers that more cheaply.
-                        kind = (
-                            "output_delta"
-                            if event.HasField("output_delta")
-                            else event.WhichOneof("payload")
-                        )
                         run_id, sequence = event.run_id, event.sequence
-                        terminal = kind == "terminated"
-                        verdict = core.on_event(
-                            run_id, sequence, data, terminal=terminal, size=len(data)
-                        )
-                        if verdict is DELIVER:
-                            yield run_event(event, kind, run_id, sequence)
-                            if terminal:
+                        # The common event first: the next output delta in order, which the
+                        # core admits without its other checks (HasField is cheaper than
+                        # WhichOneof). Each driver repeats these lines to save a call.
+                        if event.HasField("output_delta") and admit_next(
+                            run_id, sequence, data, len(data)
+                        ):
+                            yield delta_event(event, run_id, sequence)
+                            continue
+                        delivered = _classified(core, event, data, run_id, sequence)
+                        if delivered is not None:
+                            yield delivered
+                            if core.finished_stream:
                                 closing_get_run = self._start_get_run(conn)
                 except DecodeError:
                     raise _undecodable() from None
@@ -500,7 +512,7 @@ class AsyncWatch:
 
     async def _events(self) -> AsyncIterator[RunEvent]:
         core = self._core
-        run_event, decode = _convert.run_event, _decode
+        admit_next, delta_event, decode = core.admit_next, _convert.output_delta_event, _decode
         idle = self._idle_timeout
         closing_get_run: Any = None
         try:
@@ -527,20 +539,17 @@ class AsyncWatch:
                         if data is _EOF:
                             break
                         event = decode(data).event
-                        # Most events are output; HasField answers that more cheaply.
-                        kind = (
-                            "output_delta"
-                            if event.HasField("output_delta")
-                            else event.WhichOneof("payload")
-                        )
                         run_id, sequence = event.run_id, event.sequence
-                        terminal = kind == "terminated"
-                        verdict = core.on_event(
-                            run_id, sequence, data, terminal=terminal, size=len(data)
-                        )
-                        if verdict is DELIVER:
-                            yield run_event(event, kind, run_id, sequence)
-                            if terminal:
+                        # The common event first (see Watch._events).
+                        if event.HasField("output_delta") and admit_next(
+                            run_id, sequence, data, len(data)
+                        ):
+                            yield delta_event(event, run_id, sequence)
+                            continue
+                        delivered = _classified(core, event, data, run_id, sequence)
+                        if delivered is not None:
+                            yield delivered
+                            if core.finished_stream:
                                 closing_get_run = self._start_get_run(conn)
                 except DecodeError:
                     raise _undecodable() from None

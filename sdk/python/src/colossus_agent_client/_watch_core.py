@@ -152,12 +152,13 @@ class WatchCore(Generic[C]):
         offset = sequence - self.last_sequence + len(contents) - 1
         return contents[offset] if offset >= 0 else None
 
-    def on_event(
-        self, run_id: str, sequence: int, content: C, *, terminal: bool, size: int = 0
-    ) -> Verdict:
-        """Classifies one received event of ``size`` encoded bytes; raises on a violation."""
-        # The common case first: the next sequence of this run, before the terminal event.
-        # It passes every check below, so it is recorded exactly as the slow path would.
+    def admit_next(self, run_id: str, sequence: int, content: C, size: int) -> bool:
+        """Records the common event: the next sequence of this run, before the terminal event.
+
+        True when it was recorded (deliver it); False when it is anything else, which only
+        :meth:`on_event` classifies. A non-terminal event takes this path from the drivers
+        without the rest of ``on_event``'s checks, all of which it would pass.
+        """
         if (
             sequence == self.last_sequence + 1
             and self._terminal_sequence is None
@@ -167,16 +168,23 @@ class WatchCore(Generic[C]):
             sizes = self._sizes
             window = self._window_bytes + size
             if len(sizes) == self._max_events:
-                window -= sizes[0]
+                window -= sizes[0]  # the oldest leaves as this one is appended
             self._contents.append(content)
             sizes.append(size)
             self._window_bytes = window
             if window > self._max_bytes:
                 self._shrink()
             self.last_sequence = sequence
-            if terminal:
-                self._terminal_sequence = sequence
+            # Progress refills the reconnect budget (applied at the next failure).
             self._progressed = True
+            return True
+        return False
+
+    def on_event(
+        self, run_id: str, sequence: int, content: C, *, terminal: bool, size: int = 0
+    ) -> Verdict:
+        """Classifies one received event of ``size`` encoded bytes; raises on a violation."""
+        if not terminal and self.admit_next(run_id, sequence, content, size):
             return DELIVER
         if run_id != self.run_id:
             raise ProtocolViolationError(
