@@ -542,12 +542,16 @@ func (c *caseRun) listRuns(ctx context.Context, cl *colossus.Client, args map[st
 	} else if ok {
 		opts = append(opts, colossus.WithPageSize(uint32(n)))
 	}
+	if token, _ := args["page_token"].(string); token != "" {
+		opts = append(opts, colossus.WithPageToken(token))
+	}
 	maxPages := 1000
 	if n, ok, _ := argUint(args, "max_pages"); ok {
 		maxPages = int(n)
 	}
 	runIDs, statuses, created := []string{}, []string{}, []string{}
-	view := map[string]any{"run_ids": runIDs, "statuses": statuses, "created_run_ids": created, "pages": 0, "stopped_at_max_pages": false}
+	view := map[string]any{"run_ids": runIDs, "statuses": statuses, "created_run_ids": created, "pages": 0,
+		"stopped_at_max_pages": false, "next_page_token": ""}
 	pages := 0
 	for page, err := range cl.Runs.Pages(ctx, opts...) {
 		if err != nil {
@@ -559,6 +563,7 @@ func (c *caseRun) listRuns(ctx context.Context, cl *colossus.Client, args map[st
 			statuses = append(statuses, string(r.Status))
 		}
 		view["run_ids"], view["statuses"], view["pages"] = runIDs, statuses, pages
+		view["next_page_token"] = page.NextPageToken
 		if pages == 1 {
 			for _, text := range stringList(args["create_after_first_page"]) {
 				res, err := cl.Runs.Create(ctx, colossus.Text(text))

@@ -472,11 +472,13 @@ class PageTally:
         self.runs: list[colossus.Run] = []
         self.view: dict[str, Any] = {"run_ids": [], "statuses": [], "created_run_ids": [], "pages": 0}
         self.view["stopped_at_max_pages"] = False
+        self.view["next_page_token"] = ""
         report["value"] = self.view
 
     def add(self, page: Any) -> list[Any]:
         """Counts a page in; returns the scripts to create now (only after the first page)."""
         self.view["pages"] += 1
+        self.view["next_page_token"] = page.next_page_token
         self.runs.extend(page.runs)
         self.view["run_ids"] = [r.run_id for r in self.runs]
         self.view["statuses"] = [enum_name(r.status) for r in self.runs]
@@ -496,6 +498,7 @@ def list_filter(args: dict[str, Any]) -> dict[str, Any]:
     return {
         "statuses": [colossus.RunStatus[s] for s in args.get("statuses", [])],
         "page_size": int(args.get("page_size", 0)),
+        "page_token": str(args.get("page_token", "")),
     }
 
 

@@ -308,18 +308,20 @@ class CaseRun {
 
   private async listRuns(client: T.Client, args: Args, report: Report): Promise<Json> {
     const statuses = (args["statuses"] ?? []) as T.RunStatus[];
-    const pager = client.runs.list({ statuses, pageSize: num(args, "page_size", 0) });
+    const pageToken = typeof args["page_token"] === "string" ? args["page_token"] : "";
+    const pager = client.runs.list({ statuses, pageSize: num(args, "page_size", 0), pageToken });
     const maxPages = num(args, "max_pages", 1000);
     const runIds: string[] = [];
     const runStatuses: string[] = [];
     const created: string[] = [];
-    const view: Report = { run_ids: runIds, statuses: runStatuses, created_run_ids: created, pages: 0, stopped_at_max_pages: false };
+    const view: Report = { run_ids: runIds, statuses: runStatuses, created_run_ids: created, pages: 0, stopped_at_max_pages: false, next_page_token: "" };
     // What arrived before a failure is reported next to the error.
     report["value"] = view;
     let pages = 0;
     for await (const page of pager.pages()) {
       pages += 1;
       view["pages"] = pages;
+      view["next_page_token"] = page.nextPageToken;
       for (const run of page.runs) {
         runIds.push(run.runId);
         runStatuses.push(run.status);
