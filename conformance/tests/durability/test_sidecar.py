@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -149,15 +150,25 @@ body = json.dumps({json.dumps(request(state))}).encode()
 os.write(w, struct.pack(">I", len(body)) + body)
 while os.read(r2, 65536):
     pass
-print(p.pid, flush=True)
 # Leak the write end to a grandchild that outlives us, so only PDEATHSIG can stop the worker.
-subprocess.Popen(["sleep", "30"], pass_fds=(w,))
+# (The PIDs are printed only once the grandchild holds it: killed earlier, the parent
+# would close the last write end and end-of-file alone would stop the worker.)
+holder = subprocess.Popen(["sleep", "60"], pass_fds=(w,))
+print(p.pid, holder.pid, flush=True)
 time.sleep(60)
 """
     parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE)
-    worker_pid = int(parent.stdout.readline())
+    worker_pid, holder_pid = map(int, parent.stdout.readline().split())
     parent.kill()
     parent.wait()
+    try:
+        _wait_until_gone(worker_pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(holder_pid, 9)
+
+
+def _wait_until_gone(worker_pid: int) -> None:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
