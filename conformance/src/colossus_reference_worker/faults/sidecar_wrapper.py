@@ -12,7 +12,8 @@ Faults (docs/fault-control.md, "Sidecar faults"):
   committed, before answering (the outcome is unknown to the SDK; the run exists);
 - ``crash-loop``: every worker process exits on its first call other than GetServerInfo;
 - ``reply-endpoint-localhost``, ``reply-other-pin``, ``reply-bad-bearer``,
-  ``reply-extra-member``: the bootstrap reply is rewritten before the SDK reads it;
+  ``reply-extra-member``, ``reply-other-api-version``, ``reply-bad-instance-id``: the
+  bootstrap reply is rewritten before the SDK reads it;
 - ``spawn-child``: before serving, the worker starts a long-lived child in its own
   process group (as a real worker's tool processes would be) and appends the child's PID
   to the file named by ``--children``, so the runner can see whether closing the SDK
@@ -38,6 +39,8 @@ FAULTS = (
     "reply-other-pin",
     "reply-bad-bearer",
     "reply-extra-member",
+    "reply-other-api-version",
+    "reply-bad-instance-id",
     "spawn-child",
 )
 # Long enough to outlive any case, short enough that a survivor does not linger for long.
@@ -76,6 +79,11 @@ def rewrite_reply(fault: str, reply: dict[str, Any]) -> dict[str, Any]:
         reply["bearer"] = "too short"
     elif fault == "reply-extra-member":
         reply["debug"] = True
+    elif fault == "reply-other-api-version":
+        reply["api_version"] = "v2alpha1"
+    elif fault == "reply-bad-instance-id":
+        # Outside the opaque-ID grammar; only the reply's own field check can see it.
+        reply["instance_id"] = "wkr/../other"
     return reply
 
 
