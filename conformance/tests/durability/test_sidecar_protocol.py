@@ -78,6 +78,35 @@ def test_refuses_loose_state_dir(state_dir):
     assert info.value.code == "state_dir_invalid"
 
 
+@pytest.mark.parametrize("mode", [0o750, 0o710, 0o701, 0o770, 0o707])
+def test_refuses_any_group_or_other_access(state_dir, mode):
+    os.chmod(state_dir, mode)
+    with pytest.raises(BootstrapError) as info:
+        parse_request(raw(good(state_dir)))
+    assert info.value.code == "state_dir_invalid"
+
+
+def test_refuses_a_relative_state_dir_even_when_it_exists(state_dir, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(state_dir))
+    with pytest.raises(BootstrapError) as info:
+        parse_request(raw(good(os.path.basename(state_dir))))
+    assert info.value.code == "state_dir_invalid"
+
+
+def test_grant_lists_hold_at_most_64_entries(state_dir):
+    obj = good(state_dir)
+    obj["grant"]["roles"] = [f"role{i}" for i in range(64)]
+    obj["grant"]["tools"] = [f"tool{i}" for i in range(64)]
+    req = parse_request(raw(obj))
+    assert len(req.grant.roles) == len(req.grant.tools) == 64
+    for member in ("roles", "tools"):
+        over = good(state_dir)
+        over["grant"][member] = [f"name{i}" for i in range(65)]
+        with pytest.raises(BootstrapError) as info:
+            parse_request(raw(over))
+        assert info.value.code == "grant_invalid"
+
+
 def test_refuses_symlinked_state_dir(state_dir, tmp_path):
     link = tmp_path / "link"
     link.symlink_to(state_dir)
