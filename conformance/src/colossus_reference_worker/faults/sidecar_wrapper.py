@@ -12,8 +12,8 @@ Faults (docs/fault-control.md, "Sidecar faults"):
   committed, before answering (the outcome is unknown to the SDK; the run exists);
 - ``crash-loop``: every worker process exits on its first call other than GetServerInfo;
 - ``reply-endpoint-localhost``, ``reply-other-pin``, ``reply-bad-bearer``,
-  ``reply-extra-member``, ``reply-other-api-version``, ``reply-bad-instance-id``: the
-  bootstrap reply is rewritten before the SDK reads it;
+  ``reply-extra-member``, ``reply-other-api-version``, ``reply-bad-instance-id``,
+  ``reply-bad-credential-id``: the bootstrap reply is rewritten before the SDK reads it;
 - ``spawn-child``: before serving, the worker starts a long-lived child in its own
   process group (as a real worker's tool processes would be) and appends the child's PID
   to the file named by ``--children``, so the runner can see whether closing the SDK
@@ -41,6 +41,7 @@ FAULTS = (
     "reply-extra-member",
     "reply-other-api-version",
     "reply-bad-instance-id",
+    "reply-bad-credential-id",
     "spawn-child",
 )
 # Long enough to outlive any case, short enough that a survivor does not linger for long.
@@ -84,6 +85,8 @@ def rewrite_reply(fault: str, reply: dict[str, Any]) -> dict[str, Any]:
     elif fault == "reply-bad-instance-id":
         # Outside the opaque-ID grammar; only the reply's own field check can see it.
         reply["instance_id"] = "wkr/../other"
+    elif fault == "reply-bad-credential-id":
+        reply["credential_id"] = "cred with spaces"
     return reply
 
 
