@@ -8,19 +8,23 @@ once writes work again the worker must carry on: the failed transaction was
 rolled back, so new runs are accepted and the waiting run finishes.
 A statement that fails inside a transaction (here a temporary trigger of the
 worker's own connection aborts it) must leave no transaction open either.
-At start-up, a journal file replaced by a symbolic link is refused with the
-state exit code and a message naming the file; the link's target is not touched.
+At start-up, a journal file replaced by a symbolic link, or a state folder on a
+file system with no space left, is refused with the state exit code and a
+message naming the journal file (never an unexpected failure); a link's target
+is not touched.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import subprocess
 import sys
 import threading
 
 import grpc
-from test_storage import _InProcess
+from storage_env import namespace_prefix
+from test_storage import _InProcess, _needs_mounts
 
 from conftest import pb, script
 
@@ -112,3 +116,25 @@ def test_a_symlinked_journal_file_is_refused_at_start(make_worker):
     assert proc.returncode == 4, proc.stderr  # the state folder cannot be used
     assert str(journal) in proc.stderr and "unexpected" not in proc.stderr
     assert victim.read_bytes() == before
+
+
+def test_a_full_disk_at_start_up_exits_with_the_state_code(make_worker):
+    _needs_mounts()
+    worker = make_worker(start=False)
+    seed = worker.root / "seed"
+    shutil.copytree(worker.state, seed, symlinks=True)
+    prefix, _ = namespace_prefix()
+    assert prefix is not None
+    # A fresh 1 MiB tmpfs over the state folder, holding the worker's files and then
+    # one more file that takes every byte left.
+    mount = ('mount -t tmpfs -o "size=1m,mode=0700" tmpfs "$1" && cp -a "$2"/. "$1"/ '
+             '&& { head -c 4000000 /dev/zero > "$1/filler" 2>/dev/null; true; } '
+             '&& shift 2 && exec "$@"')
+    proc = subprocess.run(
+        [*prefix, "sh", "-c", mount, "sh", str(worker.state), str(seed), sys.executable, "-m",
+         "colossus_reference_worker.cli", "--public-api-dir", str(worker.public)],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 4, proc.stderr
+    assert str(worker.state / "journal.sqlite3") in proc.stderr
+    assert "unexpected" not in proc.stderr and "Traceback" not in proc.stderr
+    assert not (worker.public / "endpoint.json").exists()
