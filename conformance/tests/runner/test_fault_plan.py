@@ -114,4 +114,7 @@ def test_bootstrap_reply_rewrites():
     assert rewrite_reply("reply-other-pin", reply)["certificate_sha256"] == "ab" * 32
     assert rewrite_reply("reply-bad-bearer", reply)["bearer"] == "too short"
     assert rewrite_reply("reply-extra-member", reply)["debug"] is True
+    assert rewrite_reply("reply-other-api-version", reply)["api_version"] == "v2alpha1"
+    assert rewrite_reply("reply-bad-instance-id", reply)["instance_id"] == "wkr/../other"
+    assert rewrite_reply("reply-bad-credential-id", reply)["credential_id"] == "cred with spaces"
     assert reply["bearer"] == "b" * 40
