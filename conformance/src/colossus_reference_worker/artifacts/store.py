@@ -160,7 +160,7 @@ class Upload:
         finally:
             file.close()
         try:
-            self._store.adopt_blob(self._path, self.manifest.sha256, self.manifest.size_bytes)
+            self._store.adopt_blob(self._path, self.manifest.sha256)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._path)
@@ -220,17 +220,17 @@ class ArtifactStore:
             raise ValueError("not a SHA-256 digest")
         return self.blob_dir / sha256[:2] / sha256
 
-    def adopt_blob(self, tmp: Path, sha256: str, size: int) -> None:
-        """Move a verified temporary file to its content address (idempotent)."""
+    def adopt_blob(self, tmp: Path, sha256: str) -> None:
+        """Move a verified temporary file to its content address.
+
+        The verified file always takes the address, even when a blob of that
+        length is already there: a blob damaged on disk would otherwise keep
+        failing every download of its content. Readers that opened the old file
+        keep reading it; the rename is atomic.
+        """
         target = self.blob_path(sha256)
         _private_dir(target.parent)
         with self._lock:
-            try:
-                existing = os.lstat(target)
-            except FileNotFoundError:
-                existing = None
-            if existing is not None and existing.st_size == size:
-                return  # same bytes already stored
             os.replace(tmp, target)
             _fsync_dir(target.parent)
 
