@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 CHOICES = ("auto", "uvloop", "asyncio")
 # auto: uvloop where it is installed (Linux and macOS), else asyncio.
-DEFAULT = "asyncio"
+DEFAULT = "auto"
 
 
 class EventLoopUnavailable(Exception):
