@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import hashlib
+import os
 import types
 from collections.abc import AsyncIterator
 
@@ -16,6 +17,7 @@ import pytest
 
 from colossus_reference_worker._gen.colossus.api.v1alpha1 import (
     ArtifactManifest,
+    DownloadArtifactRequest,
     UploadArtifactRequest,
 )
 from colossus_reference_worker.artifacts.service import ArtifactService, check_input_artifact
@@ -51,8 +53,9 @@ def test_the_size_limit_is_inclusive():
         _manifest(MAX + 1)
 
 
-@pytest.mark.parametrize("name", ["a\x01b", "tab\there", "del\x7f", "line\nbreak", "nul\x00"])
-def test_display_names_with_control_characters_are_refused(name):
+@pytest.mark.parametrize("name", ["a\x01b", "tab\there", "del\x7f", "line\nbreak", "nul\x00",
+                                  ".", "..", "a/b", "a\\b"])
+def test_display_names_that_are_not_plain_names_are_refused(name):
     with pytest.raises(ManifestError) as caught:
         _manifest(1, name=name)
     assert caught.value.field == "manifest.display_name"
@@ -81,8 +84,13 @@ def test_a_blob_of_the_wrong_length_is_never_served(store):
         store.open_blob(meta)
 
 
+async def _no_fault(method: str) -> None:
+    del method
+
+
 def _service(store: ArtifactStore) -> ArtifactService:
-    pipeline = types.SimpleNamespace(config=types.SimpleNamespace(limits=Limits()))
+    pipeline = types.SimpleNamespace(config=types.SimpleNamespace(limits=Limits()),
+                                     hooks=types.SimpleNamespace(before_unary=_no_fault))
     return ArtifactService(pipeline, store)  # type: ignore[arg-type]
 
 
@@ -113,3 +121,42 @@ def test_an_image_is_refused_as_run_input_without_the_capability(store, monkeypa
         check_input_artifact(store, "app1", "art_x", image_input=False)
     assert caught.value.reason == "ARTIFACT_NOT_ACCEPTED"
     assert check_input_artifact(store, "app1", "art_x", image_input=True) is meta
+
+
+def _stored(store: ArtifactStore, data: bytes) -> ArtifactMeta:
+    upload = store.begin_upload("app1", _manifest(len(data),
+                                                  digest=hashlib.sha256(data).hexdigest()))
+    upload.write(data)
+    return upload.commit()
+
+
+def test_a_download_of_damaged_bytes_fails_with_data_loss(store):
+    data = b"the genuine content"
+    meta = _stored(store, data)
+    store.blob_path(meta.sha256).write_bytes(b"#" * len(data))  # same length, other bytes
+
+    async def download() -> list[object]:
+        received = []
+        async for reply in _service(store).download(
+                CALLER, DownloadArtifactRequest(artifact_id=meta.artifact_id)):
+            received.append(reply)
+        return received
+
+    with pytest.raises(ApiError) as caught:
+        asyncio.run(download())
+    assert caught.value.reason == "JOURNAL_INTEGRITY"
+
+
+def test_a_committed_blob_and_its_folder_are_synced(store, monkeypatch):
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    meta = _stored(store, b"durable bytes")
+    blob = store.blob_path(meta.sha256)
+    assert blob.stat().st_ino in synced  # the bytes, before the rename
+    assert blob.parent.stat().st_ino in synced  # the rename itself
