@@ -14,10 +14,10 @@ between, so the SDK's code and data stay in the CPU caches. This flatters the SD
 networked watch (``bench.py``) grpcio and the trust relay run between two events, and
 each step of the SDK's work was measured there to cost 20-40% more than warm. *Cold*:
 before each message the stand-in writes ``--cold`` bytes of scratch memory (both sides
-alike), which evicts the SDK's data as that traffic does; it recovers about two thirds
-of the difference (the rest is code-cache and branch-predictor disturbance, which a
+alike), which evicts the SDK's data as that traffic does; it recovers 0.1-0.3 us of the
+0.4-0.6 us difference (the rest is code-cache and branch-predictor disturbance, which a
 memory write does not reproduce). Neither setting counts the closing ``GetRun``, answered
-at once here, which costs about 0.1 us per event of caller CPU in a networked 4,099-event
+at once here, which costs about 0.13 us per event of caller CPU in a networked 4,099-event
 watch. Where the remaining microseconds go: ``benchmarks/README.md``.
 
 Usage: python benchmarks/event_path.py [--rounds N] [--events N] [--cold BYTES] [--profile]
