@@ -70,3 +70,29 @@ def test_a_pipe_or_a_socket_receives_the_bearer(make_worker, kind):
             reader.close()
         else:
             os.close(read_fd)
+
+
+def test_two_destinations_are_refused_before_anything_is_issued(make_worker):
+    worker = make_worker(apps=("app1",), start=False)
+    before = _credentials(worker)
+    read_fd, write_fd = os.pipe()
+    try:
+        enrol = _run(worker, write_fd, "--public-api-dir", str(worker.public), *ENROLL,
+                     "--keyring-service", "colossus-test")
+        subcommand = _run(worker, write_fd, "enroll", "app9", "--public-api-dir",
+                          str(worker.public), "--scope", "runs:read",
+                          "--keyring-service", "colossus-test")
+        rotate = _run(worker, write_fd, "--public-api-dir", str(worker.public),
+                      "--rotate-credential", before[0]["credential_id"],
+                      "--keyring-service", "colossus-test")
+        os.close(write_fd)
+        write_fd = -1
+        assert os.read(read_fd, 4096) == b""  # no bearer went down the pipe
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
+    for result in (enrol, subcommand, rotate):
+        assert result.returncode == 2, result.stderr
+        assert "exactly one bearer destination" in result.stderr
+    assert _credentials(worker) == before
