@@ -14,7 +14,7 @@ import grpc
 import pytest
 from cli_helpers import CLI, cli_json
 
-from conftest import Worker, expect_error, pb
+from conftest import Worker, enroll_direct, expect_error, pb
 
 HERE = Path(__file__).parent
 
@@ -140,6 +140,23 @@ def test_dev_keeps_the_bearer_in_the_keyring_and_reuses_it(root):
         assert _info(again.client(bearer))
     finally:
         again.stop()
+
+
+def test_dev_never_reuses_a_stored_bearer_of_another_application(root):
+    """A keyring entry under the dev account that authenticates as someone else is replaced."""
+    env = _keyring_env(root, "test_keyring_backend.FileKeyring")
+    (root / "pub").mkdir(mode=0o700)
+    other_credential, other_bearer = enroll_direct(root / "pub" / "state", "other-app")
+    (root / "ring.json").write_text(json.dumps({"colossus/dev-app": other_bearer}))
+    dev = Dev(root, env=env)
+    try:
+        bearer = json.loads((root / "ring.json").read_text())["colossus/dev-app"]
+        assert bearer != other_bearer
+        assert other_credential not in dev.field("application")
+        assert dev.field("application").startswith("dev-app ")
+        assert _info(dev.client(bearer)).instance_id == dev.field("instance ID")
+    finally:
+        dev.stop()
 
 
 def test_dev_without_a_keyring_leaves_the_credential_pending(root):
