@@ -63,7 +63,12 @@ def test_a_pipe_or_a_socket_receives_the_bearer(make_worker, kind):
         out = _run(worker, write_fd, "--public-api-dir", str(worker.public), *ENROLL)
         os.close(write_fd)
         assert out.returncode == 0, out.stderr
-        bearer = os.read(read_fd, 4096).decode().strip()
+        received = b""
+        while chunk := os.read(read_fd, 4096):
+            received += chunk
+        # Exactly the bearer and one newline, then end-of-file (the documented format).
+        bearer = received.decode()[:-1]
+        assert received == bearer.encode() + b"\n" and len(bearer) == 47
         assert bearer.startswith("cb1_") and bearer not in out.stdout + out.stderr
     finally:
         if reader is not None:
