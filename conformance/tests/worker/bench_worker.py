@@ -17,6 +17,8 @@ median of the per-round ratios with their min-max spread, never a best-of.
 
 ``--event-loop`` runs the worker, and the bare grpclib server with it, on that
 loop (default: the worker's own default); the first line says which.
+``--loops`` prints only the polled production, on uvloop and on asyncio in
+the same alternating rounds.
 
 This is not a test: nothing here asserts a threshold.
 """
@@ -85,64 +87,114 @@ def _serving_loop(worker: Worker) -> str:
     raise RuntimeError("the worker did not say which event loop serves")
 
 
-def _polled_production(worker: Worker, c: Client, rounds: int) -> None:
-    """Produce 4,095-event runs, polled by another client's GetRun every 10 ms or not.
+class _Producer:
+    """Produces 4,095-event runs on one worker, polled by another client's GetRun every 10 ms or not.
 
     The poller is a client of its own (its own TLS connection). Each production is
     timed twice: by the worker's own clock (the run's create time to its final
     update, so the client's scheduling on this shared machine stays out) and by
     the client's wall clock (CreateRun sent to the end of the run's watch). The
-    worker's CPU time per poll is printed too: what a poll costs the producer
+    worker's CPU time per production is kept too: what a poll costs the producer
     once the machine is busy.
     """
-    assert worker.proc is not None
-    pid = worker.proc.pid
-    poller = worker.client("bench1")
-    produced = 0
-    wall: dict[bool, list[float]] = {True: [], False: []}
-    cpu: dict[bool, list[float]] = {True: [], False: []}
-    polls: list[int] = []
 
-    def once(polled: bool) -> float:
-        nonlocal produced
-        produced += 1
+    def __init__(self, worker: Worker, c: Client) -> None:
+        assert worker.proc is not None
+        self._pid = worker.proc.pid
+        self._c = c
+        self._poller = worker.client("bench1")
+        self._produced = 0
+        self.wall: dict[bool, list[float]] = {True: [], False: []}
+        self.cpu: dict[bool, list[float]] = {True: [], False: []}
+        self.polls: list[int] = []
+
+    def forget(self) -> None:
+        for side in (*self.wall.values(), *self.cpu.values(), self.polls):
+            side.clear()
+
+    def once(self, polled: bool) -> float:
+        c, pid = self._c, self._pid
+        self._produced += 1
         stop = threading.Event()
         count = 0
         cpu_before, start = cpu_seconds(pid), time.perf_counter()
-        run_id = c.create(f"produce-{produced}", script("repeat 4093 say .")).run.run_id
+        run_id = c.create(f"produce-{self._produced}", script("repeat 4093 say .")).run.run_id
         thread = None
         if polled:
             def poll() -> None:
                 nonlocal count
                 while not stop.wait(0.01):
-                    poller.get(run_id)
+                    self._poller.get(run_id)
                     count += 1
             thread = threading.Thread(target=poll)
             thread.start()
         c.watch(run_id, after=4094, timeout=300)
-        wall[polled].append(time.perf_counter() - start)
+        self.wall[polled].append(time.perf_counter() - start)
         stop.set()
         if thread is not None:
             thread.join()
-            polls.append(count)
-        cpu[polled].append(cpu_seconds(pid) - cpu_before)
+            self.polls.append(count)
+        self.cpu[polled].append(cpu_seconds(pid) - cpu_before)
         run = c.get(run_id)
         assert run.last_sequence == 4095 and run.status == S.RUN_STATUS_SUCCEEDED
         return (run.update_time.ToMicroseconds() - run.create_time.ToMicroseconds()) / 1e6
 
-    once(True), once(False)  # warm-up, not counted
-    for side in (*wall.values(), *cpu.values(), polls):
-        side.clear()
-    _spread("producing a 4,095-event run, polled by GetRun every 10 ms / unpolled "
-            "(worker's clock)", _alternate(rounds, lambda: once(True), lambda: once(False)),
-            "<= 1.1")
-    _spread("  the same, client's wall clock",
-            [p / u for p, u in zip(wall[True], wall[False], strict=True)], "<= 1.1")
-    extra = statistics.median(cpu[True]) - statistics.median(cpu[False])
-    print(f"  worker CPU per production: polled {statistics.median(cpu[True]):.2f} s, unpolled "
-          f"{statistics.median(cpu[False]):.2f} s (medians); {statistics.median(polls):.0f} polls "
-          f"a production, about {extra / statistics.median(polls) * 1000:.2f} ms of worker CPU "
-          "per poll")
+    def report(self, label: str, ratios: list[float]) -> None:
+        _spread(f"{label}producing a 4,095-event run, polled by GetRun every 10 ms / unpolled "
+                "(worker's clock)", ratios, "<= 1.1")
+        wall, cpu, polls = self.wall, self.cpu, self.polls
+        _spread("  the same, client's wall clock",
+                [p / u for p, u in zip(wall[True], wall[False], strict=True)], "<= 1.1")
+        extra = statistics.median(cpu[True]) - statistics.median(cpu[False])
+        print(f"  worker CPU per production: polled {statistics.median(cpu[True]):.2f} s, "
+              f"unpolled {statistics.median(cpu[False]):.2f} s (medians); "
+              f"{statistics.median(polls):.0f} polls a production, about "
+              f"{extra / statistics.median(polls) * 1000:.2f} ms of worker CPU per poll")
+
+
+def _polled_production(worker: Worker, c: Client, rounds: int) -> None:
+    producer = _Producer(worker, c)
+    producer.once(True), producer.once(False)  # warm-up, not counted
+    producer.forget()
+    producer.report("", _alternate(rounds, lambda: producer.once(True),
+                                   lambda: producer.once(False)))
+
+
+def _production_on_both_loops(root: Path, rounds: int) -> None:
+    """The polled/unpolled production ratio on uvloop and on asyncio, in the same rounds.
+
+    Two workers (one per loop) take turns: each round produces a polled and an
+    unpolled run on one, then on the other, the order swapped every round.
+    """
+    producers: dict[str, _Producer] = {}
+    workers: list[Worker] = []
+    try:
+        for loop in ("uvloop", "asyncio"):
+            worker = Worker(root / f"loop-{loop}", tuple(
+                [a for item in ROOMY for a in ("--limit", item)] + ["--event-loop", loop]))
+            worker.root.mkdir(mode=0o700)
+            worker.public.mkdir(mode=0o700)
+            worker.enroll("bench1")
+            workers.append(worker.start())
+            producers[loop] = _Producer(worker, worker.client("bench1"))
+        for producer in producers.values():
+            producer.once(True), producer.once(False)  # warm-up, not counted
+            producer.forget()
+        ratios: dict[str, list[float]] = {loop: [] for loop in producers}
+        for i in range(rounds):
+            order = list(producers) if i % 2 == 0 else list(reversed(producers))
+            for loop in order:
+                producer = producers[loop]
+                if i % 2:
+                    unpolled, polled = producer.once(False), producer.once(True)
+                else:
+                    polled, unpolled = producer.once(True), producer.once(False)
+                ratios[loop].append(polled / unpolled)
+        for loop, producer in producers.items():
+            producer.report(f"[{loop}] ", ratios[loop])
+    finally:
+        for worker in workers:
+            worker.stop()
 
 
 def _switched_polling(c: Client, poller: Client, key: str, polled: bool,
@@ -208,6 +260,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--productions", type=int, default=6)
     parser.add_argument("--windowed", type=int, default=2)
+    parser.add_argument("--loops", action="store_true",
+                        help="only the polled production, on uvloop and on asyncio in the same "
+                             "rounds (two workers)")
     parser.add_argument("--event-loop", choices=("auto", "uvloop", "asyncio"),
                         help="event loop of the worker and of the bare grpclib server "
                              "(default: the worker's default)")
@@ -217,6 +272,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         root.chmod(0o700)
+        if args.loops:
+            _production_on_both_loops(root, args.productions)
+            print("load average at end (1, 5, 15 min): "
+                  + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+            return
         limit_args = [a for item in ROOMY for a in ("--limit", item)]
         if args.event_loop:
             limit_args += ["--event-loop", args.event_loop]
