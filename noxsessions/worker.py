@@ -9,11 +9,14 @@
                   nor the faults/artifacts/sidecar modules linted with their own sessions)
     bench_worker  prints GetRun (long/short run), replay (worker/bare grpclib) and polled
                   production ratios from alternating rounds, CreateRun latency and memory
-                  with 64 live watches; `./noxw -s bench_worker -- --creates 50` for a quick run
+                  with 64 live watches; `./noxw -s bench_worker -- --creates 50` for a quick run;
+                  `-- --event-loop asyncio` runs the worker (and the bare server) on that loop,
+                  `-- --loops` only the polled production, on uvloop and asyncio side by side
     bench_stall   prints how long costly requests of one application delay another
                   application's GetServerInfo (issue 11's stall figure)
     bench_poll_cost  worker CPU time per GetRun poll and per GetServerInfo, in alternating
-                  blocks; `-- --before REV` adds the worker of git revision REV
+                  blocks; `-- --before REV` adds the worker of git revision REV, `-- --loops`
+                  compares the worker on uvloop and on asyncio
 """
 
 from __future__ import annotations
