@@ -4,11 +4,13 @@ The listener runs the TLS upgrade itself, and the two loops differ exactly
 there: uvloop starts reading a new connection as soon as ``connection_made``
 returns, paused or not. Each check runs on both loops: a TLS 1.3 call (also a
 burst of connections that send their ClientHello at once, none of which may
-lose it), the connection cap, the handshake timeout and the silent-close fault.
+lose it), the connection cap, the handshake timeout and the silent-close fault; and
+the eager start the listener relies on is checked on both loops by itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import ssl
@@ -20,6 +22,9 @@ from pathlib import Path
 
 import pytest
 from raw_h2 import RawClient
+
+from colossus_reference_worker import event_loop
+from colossus_reference_worker.eager_start import start_now
 
 from conftest import pb
 
@@ -155,3 +160,42 @@ def test_the_silent_close_fault_closes_before_any_tls_byte(make_worker, loop, sh
     c = worker.client("app1")  # the next connection is served
     assert c.system.GetServerInfo(pb.sys.GetServerInfoRequest(), metadata=c.md,
                                   timeout=30).server_info
+
+
+def test_start_now_steps_at_once_and_then_behaves_as_a_task(loop):
+    """The listener's eager start: first step inside the caller, then result, error, cancel."""
+
+    async def body(log: list[object], fut: asyncio.Future[int]) -> int:
+        log.append("first step")
+        try:
+            value = await fut
+        except asyncio.CancelledError:
+            log.append("cancelled")
+            raise
+        await asyncio.sleep(0)
+        return value * 2
+
+    async def failing() -> None:
+        raise ValueError("refused")
+
+    async def main() -> str:
+        running = asyncio.get_running_loop()
+        log: list[object] = []
+        fut: asyncio.Future[int] = running.create_future()
+        task = start_now(body(log, fut))
+        assert log == ["first step"]  # before this coroutine yielded once
+        running.call_soon(fut.set_result, 21)
+        assert await task == 42
+        log.clear()
+        task = start_now(body(log, running.create_future()))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert log == ["first step", "cancelled"]
+        with pytest.raises(ValueError, match="refused"):
+            await start_now(failing())
+        return type(running).__module__
+
+    module = event_loop.run(loop, main())
+    assert module.startswith("uvloop") == (loop == "uvloop")
