@@ -81,3 +81,15 @@ def test_a_reply_nobody_can_read_leaves_no_usable_credential(tmp_path):
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [row["application_id"] for row in rows] == ["side-app"]
     assert rows[0]["state"] == "revoked"
+
+
+def test_nothing_but_the_reply_leaves_the_sidecar_on_standard_output(tmp_path):
+    state = private_dir(tmp_path / "state")
+    side = Sidecar("--log-level", "INFO")
+    reply = side.send(frame(request(state)))
+    assert "bearer" in reply, reply
+    side.close_parent_end()
+    out, err = side.proc.communicate(timeout=60)
+    assert side.proc.returncode == 0, err
+    assert out == b""  # the parent's standard output may be shared: nothing goes there
+    assert reply["bearer"].encode() not in err
