@@ -71,7 +71,7 @@ def _only_answer(call: Any) -> run_service_pb2.GetRunResponse:
 
 
 def _new_core(run_id: str, after_sequence: int, policy: RetryPolicy) -> WatchCore[bytes]:
-    return WatchCore(run_id, after_sequence, policy, equivalent=_same_event)
+    return WatchCore(run_id, after_sequence, policy, equivalent=_same_event, size_of=len)
 
 
 def _classified(

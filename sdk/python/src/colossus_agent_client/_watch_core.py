@@ -67,11 +67,16 @@ class WatchCore(Generic[C]):
     Two contents that differ with ``!=`` are still the same event when ``equivalent``
     says so: for encodings, when both decode to equal messages (an encoder may order
     fields differently). Without ``equivalent``, ``!=`` alone decides.
+
+    ``size_of`` gives a content's size (``len`` for encodings, where each event's ``size``
+    is its length); with it the window counts its bytes lazily (see ``_remember``).
+    Without it, the ``size`` passed with each event is recorded beside it.
     """
 
     __slots__ = (
         "_attempt",
         "_contents",
+        "_counted",
         "_delays",
         "_equivalent",
         "_first_failure",
@@ -79,6 +84,8 @@ class WatchCore(Generic[C]):
         "_max_events",
         "_policy",
         "_progressed",
+        "_room",
+        "_size_of",
         "_sizes",
         "_terminal_sequence",
         "_window_bytes",
@@ -95,6 +102,7 @@ class WatchCore(Generic[C]):
         max_events: int = REPLAY_WINDOW,
         max_bytes: int = REPLAY_WINDOW_BYTES,
         equivalent: Callable[[C, C], bool] | None = None,
+        size_of: Callable[[C], int] | None = None,
     ) -> None:
         self.run_id = run_id
         self._equivalent = equivalent
@@ -103,12 +111,17 @@ class WatchCore(Generic[C]):
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
         # Delivered sequences are contiguous, so the window is the last len(_contents)
-        # sequences up to last_sequence, oldest first, and _sizes holds their sizes in the
-        # same order. Both deques drop their oldest entry by themselves once max_events
-        # are kept, so a full window costs one append each per event.
+        # sequences up to last_sequence, oldest first. The deque drops its oldest entry by
+        # itself once max_events are kept. Without size_of, _sizes holds their sizes in
+        # the same order and _window_bytes their sum.
         self._contents: deque[C] = deque(maxlen=max_events)
         self._sizes: deque[int] = deque(maxlen=max_events)
         self._window_bytes = 0
+        self._size_of = size_of
+        # With size_of: the bytes that may still be appended with no accounting at all,
+        # or -1 while every event is counted (see _remember).
+        self._room = max_bytes if size_of is not None else -1
+        self._counted = size_of is None
         self._max_events = max_events
         self._max_bytes = max_bytes
         self._first_failure: float | None = None
@@ -128,23 +141,38 @@ class WatchCore(Generic[C]):
         return self._terminal_sequence is not None
 
     def _remember(self, content: C, size: int) -> None:
-        sizes = self._sizes
-        window = self._window_bytes + size
-        if len(sizes) == self._max_events:
-            window -= sizes[0]  # the oldest leaves as this one is appended
-        self._contents.append(content)
-        sizes.append(size)
-        self._window_bytes = window
-        if window > self._max_bytes:
-            self._shrink()
+        """Appends ``content`` to the window, counting its bytes exactly.
 
-    def _shrink(self) -> None:
-        """Drops the oldest events until the byte bound holds; the newest always stays."""
-        sizes, window = self._sizes, self._window_bytes
-        while window > self._max_bytes and len(sizes) > 1:
-            window -= sizes.popleft()
-            self._contents.popleft()
+        With ``size_of`` the driver's common path appends without any accounting while
+        ``_room`` (the byte bound minus the window's bytes at the last count, minus what
+        was appended since) stays non-negative: evictions only free bytes, so the window
+        cannot exceed the bound then. Once it would, this counts the window again and
+        drops the oldest events exactly as per-event accounting would have. While the
+        window holds more than half the bound, every event is counted (``_room`` -1), so
+        large events never recount the whole window each time.
+        """
+        contents, size_of, max_bytes = self._contents, self._size_of, self._max_bytes
+        full = len(contents) == self._max_events  # the oldest leaves as this one comes
+        if size_of is None:
+            sizes = self._sizes
+            window = self._window_bytes + size - (sizes[0] if full else 0)
+            contents.append(content)
+            sizes.append(size)
+            while window > max_bytes and len(sizes) > 1:
+                window -= sizes.popleft()
+                contents.popleft()
+            self._window_bytes = window
+            return
+        if self._counted:
+            window = self._window_bytes + size - (size_of(contents[0]) if full else 0)
+        else:
+            window = sum(map(size_of, contents)) + size - (size_of(contents[0]) if full else 0)
+        contents.append(content)
+        while window > max_bytes and len(contents) > 1:
+            window -= size_of(contents.popleft())
         self._window_bytes = window
+        self._counted = 2 * window > max_bytes
+        self._room = -1 if self._counted else max_bytes - window
 
     def _recall(self, sequence: int) -> C | None:
         """The remembered content of an already delivered ``sequence``, if still kept."""
@@ -164,16 +192,12 @@ class WatchCore(Generic[C]):
             and self._terminal_sequence is None
             and run_id == self.run_id
         ):
-            # _remember, inlined: this runs once per event of every watch.
-            sizes = self._sizes
-            window = self._window_bytes + size
-            if len(sizes) == self._max_events:
-                window -= sizes[0]  # the oldest leaves as this one is appended
-            self._contents.append(content)
-            sizes.append(size)
-            self._window_bytes = window
-            if window > self._max_bytes:
-                self._shrink()
+            room = self._room - size
+            if room >= 0:  # the byte bound cannot be reached yet (see _remember)
+                self._contents.append(content)
+                self._room = room
+            else:
+                self._remember(content, size)
             self.last_sequence = sequence
             # Progress refills the reconnect budget (applied at the next failure).
             self._progressed = True
