@@ -16,6 +16,8 @@ from test_engine import _engine
 from colossus_reference_worker._gen.colossus.api.v1alpha1 import (
     CreateRunRequest,
     InputPart,
+    PromptAnswer,
+    RespondInteractionRequest,
     RunMode,
 )
 from colossus_reference_worker.credentials import Grant, Principal
@@ -73,3 +75,36 @@ def test_cancelling_becomes_cancelled_and_a_plan_stays_a_draft(tmp_path: Path) -
     # The plan was never finished: it is still a draft at the revision the run was given.
     assert result["plan"] == {**interrupted["plan"], "status": "DRAFT"}  # type: ignore[dict-item]
     assert result["output_text"] == "drafting"
+
+
+def test_an_answer_recorded_before_a_crash_is_not_asked_again(tmp_path: Path) -> None:
+    async def scenario() -> tuple[str, str, list[str]]:
+        engine = _engine(tmp_path)
+        run_id = await _create(engine, "a", "ask Go on? | yes | no\nsay after the answer",
+                               "WAITING_FOR_INPUT")
+        pending = engine.state_of(run_id)["pending"]
+        # The run's task is gone before the answer arrives, so nothing acts on it: the
+        # answer and the move back to RUNNING are recorded, then the process dies.
+        task = engine.drivers[run_id].task
+        assert task is not None
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        engine.respond(PRINCIPAL, RespondInteractionRequest(
+            run_id=run_id, interaction_id=pending["id"], prompt=PromptAnswer(choice="yes")))
+        engine.store.journal.close()
+
+        again = _engine(tmp_path)
+        again.recover()
+        while again.state_of(run_id)["status"] not in ("SUCCEEDED", "WAITING_FOR_INPUT"):
+            await asyncio.sleep(0.01)
+        state = again.state_of(run_id)
+        full = again.store.full(run_id)
+        assert full is not None
+        kinds = [e["event"]["type"] for e in full.events]
+        await again.shutdown()
+        return state["status"], state["result"]["output_text"] if state["result"] else "", kinds
+
+    status, output, kinds = asyncio.run(scenario())
+    assert status == "SUCCEEDED"
+    assert output == "after the answer"
+    assert kinds.count("interaction_requested") == 1
