@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import event_loop
 from ..config import API_VERSION, Limits, WorkerConfig
 from ..credentials import Grant
 from .lifetime import set_parent_death_signal, watch_for_eof
@@ -113,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         allow_crash_step=args.allow_crash_step,
         limits=limits,
     )
-    return asyncio.run(_serve(config, request, in_fd, out_fd, args))
+    # The loop serve picks by default: uvloop where installed, else asyncio.
+    return event_loop.run(event_loop.DEFAULT, _serve(config, request, in_fd, out_fd, args))
 
 
 async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, out_fd: int,
