@@ -20,25 +20,14 @@ import logging
 import shutil
 import subprocess
 import sys
-import threading
 
 import grpc
 from storage_env import namespace_prefix
-from test_storage import _InProcess, _needs_mounts
+from test_storage import _InProcess, _needs_mounts, _Seen
 
 from conftest import pb, script
 
 S = pb.runs
-
-
-class _Seen(logging.Handler):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text, self.event = text, threading.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if self.text in record.getMessage():
-            self.event.set()
 
 
 def test_a_read_only_journal_refuses_retryably_and_recovers(tmp_path):
