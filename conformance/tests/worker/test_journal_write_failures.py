@@ -16,14 +16,13 @@ is not touched.
 
 from __future__ import annotations
 
-import logging
 import shutil
 import subprocess
 import sys
 
 import grpc
 from storage_env import namespace_prefix
-from test_storage import _InProcess, _needs_mounts, _Seen
+from test_storage import _InProcess, _needs_mounts, _worker_noting_storage_waits
 
 from conftest import pb, script
 
@@ -31,13 +30,7 @@ S = pb.runs
 
 
 def test_a_read_only_journal_refuses_retryably_and_recovers(tmp_path):
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    seen = _Seen("waits for storage")
-    driver_log = logging.getLogger("colossus_reference_worker.engine.driver")
-    driver_log.addHandler(seen)
-    worker = _InProcess(state)
-    try:
+    with _worker_noting_storage_waits(tmp_path) as (worker, seen):
         c1, c2 = worker.client("app1"), worker.client("app2")
         run_id = c1.create("slow", script("sleep 1500", "say after the wait")).run.run_id
         db = worker.worker._workspace.journal._db
@@ -59,9 +52,6 @@ def test_a_read_only_journal_refuses_retryably_and_recovers(tmp_path):
         accepted = c2.create("refused0")
         assert not accepted.replayed
         c2.wait_status(accepted.run.run_id, S.RUN_STATUS_SUCCEEDED, timeout=30)
-    finally:
-        driver_log.removeHandler(seen)
-        worker.stop()
 
 
 def test_a_write_that_fails_inside_a_transaction_is_rolled_back(tmp_path):

@@ -10,6 +10,7 @@ ends in a recorded state once space is freed, releasing its active-run slot.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shutil
 import sqlite3
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -142,7 +144,9 @@ class _Seen(logging.Handler):
             self.event.set()
 
 
-def test_full_database_through_max_page_count(tmp_path):
+@contextlib.contextmanager
+def _worker_noting_storage_waits(tmp_path: Path) -> Iterator[tuple[_InProcess, _Seen]]:
+    """An in-process worker, and an event set once a run logs that it waits for storage."""
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     seen = _Seen("waits for storage")
@@ -150,6 +154,14 @@ def test_full_database_through_max_page_count(tmp_path):
     driver_log.addHandler(seen)
     worker = _InProcess(state)
     try:
+        yield worker, seen
+    finally:
+        driver_log.removeHandler(seen)
+        worker.stop()
+
+
+def test_full_database_through_max_page_count(tmp_path):
+    with _worker_noting_storage_waits(tmp_path) as (worker, seen):
         c1, c2 = worker.client("app1"), worker.client("app2")
         run_id = c1.create("slow", SLOW_BIG).run.run_id
         db = worker.worker._workspace.journal._db
@@ -159,9 +171,6 @@ def test_full_database_through_max_page_count(tmp_path):
         _settles_after_space_returns(
             c1, run_id, lambda: worker.sync(lambda: db.execute("PRAGMA max_page_count = 1073741823")),
             BIG)
-    finally:
-        driver_log.removeHandler(seen)
-        worker.stop()
 
 
 def test_read_only_state_folder_exits_with_the_state_code(make_worker):
