@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from typing import Any
 
 
@@ -42,6 +43,21 @@ class FaultControl:
     def observations(self) -> dict[str, Any]:
         observations: dict[str, Any] = self.request({"op": "observations"}).get("observations", {})
         return observations
+
+    def handshakes_in_progress(self) -> int:
+        """Accepted connections whose TLS handshake the worker has not finished yet."""
+        count: int = self.request({"op": "handshakes"})["in_progress"]
+        return count
+
+    def wait_for_handshakes(self, bound_seconds: float) -> int:
+        """Polls until the worker has finished every handshake it accepted.
+
+        Returns 0 once it has, or how many are still going when ``bound_seconds`` ran out.
+        """
+        deadline = time.monotonic() + bound_seconds
+        while (pending := self.handshakes_in_progress()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return pending
 
     def end_case(self) -> None:
         self.request({"op": "end_case"})

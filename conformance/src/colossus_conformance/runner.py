@@ -461,10 +461,16 @@ class Suite:
                 reports_fatal = exchange.result["fatal"]
                 result.details.append(f"client reported a fatal problem in segment {index}: {reports_fatal}")
         result.details.extend(at_sync.problems)
-        if any(a["path"].startswith(_HANDSHAKE_PATHS) for a in case.assertions):
+        control = worker.control if worker is not None else None
+        if control is not None and any(a["path"].startswith(_HANDSHAKE_PATHS) for a in case.assertions):
             # The worker records a handshake when its own side finishes, which can
             # be a moment after the client's (docs/fault-control.md).
-            time.sleep(0.3)
+            pending = control.wait_for_handshakes(_HANDSHAKE_SETTLE_SECONDS)
+            if pending:
+                result.details.append(
+                    f"the worker still had {pending} TLS handshake(s) in "
+                    f"progress after {_HANDSHAKE_SETTLE_SECONDS:.0f} s"
+                )
         observations = merge_observations(observations, self._observe(worker, result, end=True))
         if worker is not None:
             observations["discovery"] = worker.discovery_facts()
@@ -563,6 +569,9 @@ class Suite:
 
 RUNNER_OPS = frozenset({"restart_worker"})
 _HANDSHAKE_PATHS = ("worker.connection", "worker.handshakes")
+# Longer than any handshake can last: the worker ends each one within its handshake
+# timeout (5 s by default) and records it then.
+_HANDSHAKE_SETTLE_SECONDS = 15.0
 
 
 def state_released(state_dir: Path, wait_seconds: float = 10.0) -> bool:

@@ -39,6 +39,13 @@ class WatchContext:
 class WorkerHooks:
     """No-op hooks. Subclass and override what you need."""
 
+    def on_accept(self, conn_id: int) -> None:
+        """A TCP connection was accepted, before anything is decided about it.
+
+        Exactly one :meth:`on_connection` for the same ``conn_id`` follows, once the
+        connection is refused or its TLS handshake ends (unless the worker stops first).
+        """
+
     def on_connection(self, conn_id: int, tls_version: str | None, handshake_ok: bool) -> None:
         """A TCP connection was accepted and its TLS handshake finished or failed.
 

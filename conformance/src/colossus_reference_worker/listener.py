@@ -288,6 +288,7 @@ class Listener:
     def accept(self, transport: asyncio.Transport, inner_factory: Callable[[], Any]) -> None:
         conn_id = next(self._ids)
         log.debug("connection %d accepted", conn_id)
+        self.hooks.on_accept(conn_id)
         if self.hooks.drop_connection():
             log.info("closed connection %d before the TLS handshake (fault)", conn_id,
                      extra={"fields": {"event": "connection_refused", "reason": "silent_close"}})

@@ -150,6 +150,8 @@ class FaultControlServer:
             observations = self.state.observations.snapshot()
             self.state.end()
             return {"ok": True, "case": case, "observations": observations}
+        if op == "handshakes":
+            return {"ok": True, "in_progress": self.state.observations.handshakes_in_progress()}
         if op == "ping":
             return {"ok": True, "case": self.state.case}
         return {"ok": False, "error": f"unknown op {op!r}"}

@@ -189,6 +189,9 @@ class FaultHooks(WorkerHooks):
 
     # -- observation ------------------------------------------------------
 
+    def on_accept(self, conn_id: int) -> None:
+        self.state.observations.accepted(conn_id)
+
     def on_connection(self, conn_id: int, tls_version: str | None, handshake_ok: bool) -> None:
         self.state.observations.connection(conn_id, tls_version, handshake_ok)
 

@@ -45,6 +45,8 @@ class ObservationLog:
         self._lock = threading.Lock()
         # Every connection since start-up: worker conn_id -> (tls_version, ok).
         self._handshakes: dict[int, tuple[str | None, bool]] = {}
+        # Accepted connections whose handshake has not ended yet (refused, failed or done).
+        self._in_handshake: set[int] = set()
         self._reset_locked()
 
     def _reset_locked(self) -> None:
@@ -69,8 +71,18 @@ class ObservationLog:
             self._order.append(conn_id)
         return conn
 
+    def accepted(self, conn_id: int) -> None:
+        with self._lock:
+            self._in_handshake.add(conn_id)
+
+    def handshakes_in_progress(self) -> int:
+        """How many accepted connections have not finished (or failed) their handshake."""
+        with self._lock:
+            return len(self._in_handshake)
+
     def connection(self, conn_id: int, tls_version: str | None, ok: bool) -> None:
         with self._lock:
+            self._in_handshake.discard(conn_id)
             self._handshakes[conn_id] = (tls_version if ok else None, ok)
             if len(self._handshakes) > 100_000:
                 # Bound the table on a long-lived worker: forget the oldest half.
