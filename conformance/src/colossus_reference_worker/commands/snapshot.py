@@ -21,6 +21,7 @@ Nothing here writes to the state folder:
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import shutil
@@ -97,11 +98,50 @@ def check_folder(state_dir: Path) -> None:
         raise StateError(f"folder must have mode 0700: {state_dir}")
     if not os.access(state_dir, os.R_OK | os.X_OK):
         raise StateError(f"state folder cannot be read: {state_dir}")
-    missing = [name for name in (JOURNAL_FILE, KEY_FILE) if not (state_dir / name).is_file()]
+    missing = [name for name in (JOURNAL_FILE, KEY_FILE)
+               if not os.path.lexists(state_dir / name)]
     if missing:
         raise StateError(
             f"not a reference worker state folder (no {' or '.join(missing)}): {state_dir}; "
             "expected the folder given to --state-dir (or PUBLIC_API_DIR/state)")
+    for name in (JOURNAL_FILE, JOURNAL_FILE + "-wal"):
+        _refuse_unless_regular(state_dir / name)
+
+
+def _refuse_unless_regular(path: Path) -> os.stat_result | None:
+    """The entry's own status, refusing a link or anything but a plain file.
+
+    ``serve`` opens the journal without following links (SQLite does the same for its
+    write-ahead log), so reading through a link here would inspect a file the worker
+    itself would never use. Returns None when the entry does not exist.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise StateError(f"unsafe state file: {path} is a symbolic link")
+    if not stat.S_ISREG(st.st_mode):
+        raise StateError(f"unsafe state file: {path} is not a regular file")
+    return st
+
+
+def _copy_without_links(source: Path, target: Path) -> None:
+    """Copies ``source`` (never through a link) into a new private file ``target``."""
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StateError(f"unsafe state file: {source} is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as src:
+        if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+            raise StateError(f"unsafe state file: {source} is not a regular file")
+        out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(out, "wb") as dst:
+            shutil.copyfileobj(src, dst)
 
 
 def read_secret(state_dir: Path, name: str = KEY_FILE) -> bytes:
@@ -151,6 +191,22 @@ def _worker_stopped(state_dir: Path) -> Iterator[bool]:
         os.close(fd)
 
 
+def _open_in_place(source: Path, key: bytes) -> ReadOnlyJournal:
+    """The serving worker's own journal file, read-only, refusing one swapped for a link.
+
+    SQLite's read-only open follows links, so the entry is checked before and after:
+    the file opened must be the plain file seen before opening.
+    """
+    before = _refuse_unless_regular(source)
+    journal = ReadOnlyJournal(source, key, uri=source.as_uri() + "?mode=ro")
+    after = _refuse_unless_regular(source)
+    if before is None or after is None or (before.st_dev, before.st_ino) != (
+            after.st_dev, after.st_ino):
+        journal.close()
+        raise StateError(f"unsafe state file: {source} was replaced while it was opened")
+    return journal
+
+
 @contextlib.contextmanager
 def open_read_only(state_dir: Path) -> Iterator[tuple[ReadOnlyJournal, bool]]:
     """The state folder's journal, read-only; yields it and whether a worker is serving."""
@@ -164,16 +220,14 @@ def open_read_only(state_dir: Path) -> Iterator[tuple[ReadOnlyJournal, bool]]:
                     tempfile.TemporaryDirectory(prefix="colossus-inspect-")))
                 target = scratch / JOURNAL_FILE
                 try:
-                    shutil.copyfile(source, target)
+                    _copy_without_links(source, target)
                     for suffix in _SIDE_FILES:
                         side = source.with_name(source.name + suffix)
-                        if side.exists():
-                            shutil.copyfile(side, target.with_name(target.name + suffix))
+                        if os.path.lexists(side):
+                            _copy_without_links(side, target.with_name(target.name + suffix))
                 except OSError as exc:
                     raise StateError(f"cannot read {source}: {exc.strerror}") from None
                 uri = target.as_uri()  # our private copy: SQLite may add its side files
-        if not stopped:
-            uri = source.as_uri() + "?mode=ro"
-        journal = ReadOnlyJournal(source, key, uri=uri)
+        journal = ReadOnlyJournal(source, key, uri=uri) if stopped else _open_in_place(source, key)
         stack.callback(journal.close)
         yield journal, not stopped
