@@ -125,8 +125,8 @@ class RawClient:
             outcome.reset_code = int(event.error_code)
 
     def open(self, path: str, *, end: bool = False, bearer: str | None = None,
-             ignore_limit: bool = False) -> int:
-        """Send the request headers of a new stream; returns its ID."""
+             ignore_limit: bool = False, extra: tuple[tuple[str, str], ...] = ()) -> int:
+        """Send the request headers of a new stream (plus ``extra``); returns its ID."""
         if ignore_limit:  # pretend the server allows more, to test its refusal
             self.conn.remote_settings.update({SettingCodes.MAX_CONCURRENT_STREAMS: 1 << 20})
             self.conn.remote_settings.acknowledge()
@@ -135,7 +135,7 @@ class RawClient:
         self.conn.send_headers(stream_id, [
             (":method", "POST"), (":scheme", "https"), (":path", path),
             (":authority", self.authority), ("content-type", "application/grpc"), ("te", "trailers"),
-            ("authorization", f"Bearer {bearer or self.bearer}"),
+            ("authorization", f"Bearer {bearer or self.bearer}"), *extra,
         ], end_stream=end)
         self._flush()
         return stream_id
@@ -172,9 +172,10 @@ class RawClient:
         self.pump(lambda: outcome.done, timeout)
         return outcome
 
-    def call(self, path: str, body: bytes, *, end: bool = True, timeout: float = 30) -> Outcome:
+    def call(self, path: str, body: bytes, *, end: bool = True, timeout: float = 30,
+             extra: tuple[tuple[str, str], ...] = ()) -> Outcome:
         """One request: headers, then ``body`` (already gRPC-framed), then the answer."""
-        stream_id = self.open(path, end=not body and end)
+        stream_id = self.open(path, end=not body and end, extra=extra)
         if body:
             self.send(stream_id, body, end=end)
         return self.wait(stream_id, timeout)
