@@ -27,7 +27,7 @@ from ._connection import (
     retry_sync,
 )
 from ._errors import ArtifactIntegrityError, ProtocolViolationError
-from ._requests import CAP_ARTIFACTS, check_id, check_manifest, require_capability
+from ._requests import CAP_ARTIFACTS, check_id, check_manifest, check_size, require_capability
 from ._transport._first_status import FirstStatus
 from ._watch import AsyncBackend, SyncBackend
 from .api.v1alpha1 import artifacts_pb2
@@ -220,9 +220,11 @@ class Artifacts:
         def attempt() -> m.DownloadedArtifact:
             conn = self._backend.connection()
             require_capability(conn.server_info, CAP_ARTIFACTS, "an artifact download")
+            request = artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id)
+            check_size(request, conn.server_info)
             verifier = DownloadVerifier(artifact_id, conn.server_info.limits.max_artifact_bytes)
             stream: Any = conn.artifacts.DownloadArtifact(
-                artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id),
+                request,
                 timeout=conn.timeout(timeout),
                 metadata=conn.metadata(),
             )
@@ -294,9 +296,11 @@ class AsyncArtifacts:
         async def attempt() -> m.DownloadedArtifact:
             conn = await self._backend.connection()
             require_capability(conn.server_info, CAP_ARTIFACTS, "an artifact download")
+            request = artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id)
+            check_size(request, conn.server_info)
             verifier = DownloadVerifier(artifact_id, conn.server_info.limits.max_artifact_bytes)
             call: Any = conn.artifacts.DownloadArtifact(
-                artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id),
+                request,
                 timeout=conn.timeout(timeout),
                 metadata=conn.metadata(),
             )

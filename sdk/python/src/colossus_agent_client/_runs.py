@@ -37,6 +37,7 @@ from ._requests import (
     build_respond,
     check_id,
     check_idempotency_key,
+    check_size,
     new_idempotency_key,
 )
 from ._watch import AsyncBackend, AsyncWatch, OnReconnect, SyncBackend, Watch
@@ -277,6 +278,7 @@ class Runs:
 
         def attempt() -> m.Run:
             conn = self._backend.connection()
+            check_size(request, conn.server_info)
             response = conn.runs.GetRun(
                 request, timeout=conn.timeout(timeout), metadata=conn.metadata()
             )
@@ -328,6 +330,7 @@ class Runs:
 
             def attempt() -> m.RunPage:
                 c = self._backend.connection()
+                check_size(request, c.server_info)
                 return _page(
                     c.runs.ListRuns(request, timeout=c.timeout(timeout), metadata=c.metadata())
                 )
@@ -402,6 +405,7 @@ class Runs:
         """
         request = run_service_pb2.CancelRunRequest(run_id=check_id(run_id, "run_id"))
         conn = self._backend.connection()
+        check_size(request, conn.server_info)
         response = call_mutation_sync(conn.runs.CancelRun, request, conn, conn.timeout(timeout))
         return _convert.run(response.run)
 
@@ -509,6 +513,7 @@ class AsyncRuns:
 
         async def attempt() -> m.Run:
             conn = await self._backend.connection()
+            check_size(request, conn.server_info)
             response = await conn.runs.GetRun(
                 request, timeout=conn.timeout(timeout), metadata=conn.metadata()
             )
@@ -540,6 +545,7 @@ class AsyncRuns:
 
             async def attempt() -> m.RunPage:
                 c = await self._backend.connection()
+                check_size(request, c.server_info)
                 return _page(
                     await c.runs.ListRuns(
                         request, timeout=c.timeout(timeout), metadata=c.metadata()
@@ -575,6 +581,7 @@ class AsyncRuns:
         """See :meth:`Runs.cancel`."""
         request = run_service_pb2.CancelRunRequest(run_id=check_id(run_id, "run_id"))
         conn = await self._backend.connection()
+        check_size(request, conn.server_info)
         response = await call_mutation_async(
             conn.runs.CancelRun, request, conn, conn.timeout(timeout)
         )

@@ -39,6 +39,7 @@ from ._errors import (
 )
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
+from ._requests import check_size
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
 from .api.v1alpha1 import run_service_pb2, runs_pb2
 
@@ -322,12 +323,11 @@ class Watch:
         try:
             while not self._closed:
                 conn = self._backend.connection()
-                call: Any = conn.watch_run_encoded(
-                    run_service_pb2.WatchRunRequest(
-                        run_id=core.run_id, after_sequence=core.last_sequence
-                    ),
-                    metadata=conn.metadata(),
+                request = run_service_pb2.WatchRunRequest(
+                    run_id=core.run_id, after_sequence=core.last_sequence
                 )
+                check_size(request, conn.server_info)  # C7, as for every other call
+                call: Any = conn.watch_run_encoded(request, metadata=conn.metadata())
                 self._call = call
                 if watchdog is not None:
                     watchdog.arm(call)
@@ -518,12 +518,11 @@ class AsyncWatch:
         try:
             while not self._closed:
                 conn = await self._backend.connection()
-                call: Any = conn.watch_run_encoded(
-                    run_service_pb2.WatchRunRequest(
-                        run_id=core.run_id, after_sequence=core.last_sequence
-                    ),
-                    metadata=conn.metadata(),
+                request = run_service_pb2.WatchRunRequest(
+                    run_id=core.run_id, after_sequence=core.last_sequence
                 )
+                check_size(request, conn.server_info)  # C7, as for every other call
+                call: Any = conn.watch_run_encoded(request, metadata=conn.metadata())
                 self._call = call
                 try:
                     while True:
