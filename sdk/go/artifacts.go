@@ -100,9 +100,13 @@ func (a *Artifacts) Download(ctx context.Context, artifactID string, opts ...Cal
 		if err := requireCapability(&s.info, CapabilityArtifacts, "an artifact download"); err != nil {
 			return nil, err
 		}
+		req := &pb.DownloadArtifactRequest{ArtifactId: artifactID}
+		if err := checkSize(req, &s.info); err != nil {
+			return nil, err
+		}
 		callCtx, cancel := callContext(ctx, a.c.opts, cfg)
 		defer cancel()
-		stream, err := s.artifacts.DownloadArtifact(callCtx, &pb.DownloadArtifactRequest{ArtifactId: artifactID}, s.callOpts...)
+		stream, err := s.artifacts.DownloadArtifact(callCtx, req, s.callOpts...)
 		if err != nil {
 			return nil, s.mapError(callCtx, err, readCall, "")
 		}

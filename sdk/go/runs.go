@@ -63,9 +63,13 @@ func (r *Runs) Get(ctx context.Context, runID string, opts ...CallOption) (*Run,
 		if err != nil {
 			return nil, err
 		}
+		req := &pb.GetRunRequest{RunId: runID}
+		if err := checkSize(req, &s.info); err != nil {
+			return nil, err
+		}
 		callCtx, cancel := callContext(ctx, r.c.opts, cfg)
 		defer cancel()
-		resp, err := s.runs.GetRun(callCtx, &pb.GetRunRequest{RunId: runID}, s.callOpts...)
+		resp, err := s.runs.GetRun(callCtx, req, s.callOpts...)
 		if err != nil {
 			return nil, s.mapError(callCtx, err, readCall, "")
 		}
@@ -85,9 +89,13 @@ func (r *Runs) Cancel(ctx context.Context, runID string, opts ...CallOption) (*R
 	if err != nil {
 		return nil, err
 	}
+	req := &pb.CancelRunRequest{RunId: runID}
+	if err := checkSize(req, &s.info); err != nil {
+		return nil, err
+	}
 	callCtx, cancel := callContext(ctx, r.c.opts, cfg)
 	defer cancel()
-	resp, err := s.runs.CancelRun(callCtx, &pb.CancelRunRequest{RunId: runID}, s.callOpts...)
+	resp, err := s.runs.CancelRun(callCtx, req, s.callOpts...)
 	if err != nil {
 		return nil, s.mapError(callCtx, err, mutationCall, "")
 	}
@@ -128,6 +136,9 @@ func (r *Runs) ListPage(ctx context.Context, opts ...CallOption) (*RunPage, erro
 		}
 		req, err := buildListRuns(&s.info, cfg)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkSize(req, &s.info); err != nil {
 			return nil, err
 		}
 		callCtx, cancel := callContext(ctx, r.c.opts, cfg)
