@@ -29,6 +29,7 @@ from .frame_trace import defer_frame_repr
 from .handlers.pipeline import ConnectionTable
 from .header_block import keep_request_headers
 from .hooks import WorkerHooks
+from .hpack_memo import memoize_header_blocks
 from .stream_limit import refuse_excess_streams
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,7 @@ class _AppProxy(asyncio.Protocol):
             })
             self._inner.connection.flush()
             refuse_excess_streams(h2)
+            memoize_header_blocks(h2)
         self._transport = transport
         loop = asyncio.get_running_loop()
         self._age_timer = loop.call_later(limits.max_connection_age_seconds, self._retire)

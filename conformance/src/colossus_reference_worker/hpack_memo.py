@@ -1,0 +1,64 @@
+"""Reuse the decoding of request header blocks that repeat byte for byte.
+
+A client polling one method sends the same header block on every call once
+its HPACK table has settled: indexed fields plus a literal ``authorization``
+that is never added to the table. h2 decodes each block again in pure Python,
+a large share of a small call's cost. HPACK is stateful, so equal bytes mean
+equal headers only while the decoding context is unchanged; a memo entry
+therefore records the whole context it was decoded in (the dynamic table's
+entries, its size bound and the decoder's limits) and is used only when the
+context still matches exactly. Blocks that change the table when decoded
+(literals with incremental indexing, size updates that resize it) are never
+kept: replaying their result would skip the change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from hpack import Decoder
+
+# Bounds per connection: a peer sending endless distinct blocks only churns
+# this small memo.
+_MAX_ENTRIES = 8
+_MAX_BLOCK_BYTES = 2048
+
+_Context = tuple[tuple[tuple[bytes, bytes], ...], int, int, int]
+
+
+def _context(decoder: Decoder) -> _Context:
+    table = decoder.header_table
+    return (tuple(table.dynamic_entries), table.maxsize, decoder.max_header_list_size,
+            decoder.max_allowed_table_size)
+
+
+class _MemoDecoder(Decoder):
+    """hpack's decoder, answering repeated blocks from a per-connection memo."""
+
+    colossus_memo: dict[tuple[bytes, bool], tuple[_Context, list[Any]]]
+
+    def decode(self, data: bytes, raw: bool = False) -> Any:
+        if len(data) > _MAX_BLOCK_BYTES:
+            return super().decode(data, raw)
+        key = (bytes(data), raw)
+        context = _context(self)
+        kept = self.colossus_memo.get(key)
+        if kept is not None and kept[0] == context:
+            return list(kept[1])
+        headers = list(super().decode(data, raw))
+        if _context(self) == context:  # decoding left the table as it was
+            memo = self.colossus_memo
+            memo.pop(key, None)
+            if len(memo) >= _MAX_ENTRIES:
+                del memo[next(iter(memo))]
+            memo[key] = (context, headers)
+        return list(headers)
+
+
+def memoize_header_blocks(h2_connection: Any) -> None:
+    """Give one h2 connection's decoder the memo (before it decodes anything)."""
+    decoder = h2_connection.decoder
+    if type(decoder) is Decoder:
+        memo_decoder = cast(_MemoDecoder, decoder)
+        memo_decoder.__class__ = _MemoDecoder
+        memo_decoder.colossus_memo = {}
