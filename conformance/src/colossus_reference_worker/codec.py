@@ -74,7 +74,11 @@ def _truncated() -> ApiError:
 async def _expect_end(stream: Stream[Any, Any]) -> None:
     """Refuse a second message where the method takes exactly one."""
     if await _recv(stream._stream, 1):
-        raise invalid("request", "this method takes exactly one request message")
+        raise _second_message()
+
+
+def _second_message() -> ApiError:
+    return invalid("request", "this method takes exactly one request message")
 
 
 def parse_request(message_type: type[M], data: bytes) -> M:
@@ -98,6 +102,18 @@ async def read_request(
     check of :mod:`wire_schema`, the client's side must then end, and only
     then is the message decoded.
     """
+    buffered = _take_buffered(stream)
+    if buffered is not None:
+        # The client already ended its side: the same checks, without a wait.
+        data, rest = _split_frame(buffered, max_bytes)
+        if data is None:
+            raise invalid("request", "the request message is missing")
+        if guard is not None:
+            guard(data)
+        check_message(message_type, data)
+        if rest:
+            raise _second_message()
+        return parse_request(message_type, data)
     data = await read_frame(stream, max_bytes)
     if data is None:
         raise invalid("request", "the request message is missing")
@@ -106,6 +122,52 @@ async def read_request(
     check_message(message_type, data)
     await _expect_end(stream)
     return parse_request(message_type, data)
+
+
+def _take_buffered(stream: Stream[Any, Any]) -> bytes | None:
+    """Every byte of a request whose client side already ended, or None if it has not.
+
+    Takes the chunks out of grpclib's stream buffer and acknowledges them for
+    flow control, as its reads do, and like them stops at the first chunk that
+    carries nothing (grpclib's end mark, or an empty unpadded DATA frame, which
+    its reads take for the end too). Only for a buffer nobody read from yet.
+    """
+    buffer = getattr(getattr(stream, "_stream", None), "buffer", None)
+    if buffer is None or buffer._eof is not True or buffer._acked:
+        return None
+    queue = buffer._unacked
+    chunks: list[bytes] = []
+    while not queue.empty():
+        data, _, ack_size = queue.get_nowait()
+        if not ack_size:
+            break
+        chunks.append(data)
+        buffer._ack_callback(ack_size)
+    return b"".join(chunks)
+
+
+def _split_frame(data: bytes, max_bytes: int) -> tuple[bytes | None, bytes]:
+    """The first length-prefixed message in ``data`` (None if there is none) and what follows.
+
+    The same checks and errors as :func:`read_frame`, in the same order.
+    """
+    if not data:
+        return None, b""
+    if len(data) < 5:
+        raise _truncated()
+    compressed, length = struct.unpack_from(">?I", data)
+    if compressed:
+        raise ApiError(Status.UNIMPLEMENTED, "FIELD_INVALID", "compressed messages are not supported",
+                       {"field": "request"})
+    if length > max_bytes:
+        raise ApiError(
+            Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
+            f"the request exceeds {max_bytes} bytes", {"limit": "max_request_bytes"},
+        )
+    end = 5 + length
+    if len(data) < end:
+        raise _truncated()
+    return data[5:end], data[end:]
 
 
 async def read_messages(
