@@ -10,7 +10,7 @@ import * as convert from "./convert.js";
 import { ArtifactIntegrityError, ProtocolViolationError, invalidArgument } from "./errors.js";
 import { UploadArtifactRequestSchema, type DownloadArtifactResponse, type UploadArtifactRequest } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import type * as m from "./models.js";
-import { CAP_ARTIFACTS, buildManifest, checkId, requireCapability } from "./requests.js";
+import { CAP_ARTIFACTS, buildDownload, buildManifest, checkId, requireCapability } from "./requests.js";
 import type { ConnectionSource } from "./watch.js";
 
 const DEFAULT_CHUNK = 64 * 1024;
@@ -117,9 +117,10 @@ export class Artifacts {
     checkId(artifactId, "artifact_id");
     const connection = await this.source.connection();
     requireCapability(connection.serverInfo, CAP_ARTIFACTS, "an artifact download");
+    const request = buildDownload(connection.serverInfo, artifactId);
     return connection.read(async () => {
       const verifier = new DownloadVerifier(artifactId, connection.serverInfo.limits.maxArtifactBytes);
-      for await (const message of connection.artifacts.downloadArtifact({ artifactId }, connection.callOptions(options))) {
+      for await (const message of connection.artifacts.downloadArtifact(request, connection.callOptions(options))) {
         verifier.feed(message);
       }
       return verifier.finish();

@@ -6,17 +6,28 @@
 import { create, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { randomUUID } from "node:crypto";
 import { CapabilityMissingError, InvalidArgumentError, ResourceExhaustedError, invalidArgument } from "./errors.js";
-import { ArtifactManifestSchema, type ArtifactManifest } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
+import {
+  ArtifactManifestSchema,
+  DownloadArtifactRequestSchema,
+  type ArtifactManifest,
+  type DownloadArtifactRequest,
+} from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import {
   ApprovalAnswerSchema,
   ApprovalDecision as PbApprovalDecision,
   PromptAnswerSchema,
+  CancelRunRequestSchema,
   CreateRunRequestSchema,
+  GetRunRequestSchema,
   ListRunsRequestSchema,
   RespondInteractionRequestSchema,
+  WatchRunRequestSchema,
+  type CancelRunRequest,
   type CreateRunRequest,
+  type GetRunRequest,
   type ListRunsRequest,
   type RespondInteractionRequest,
+  type WatchRunRequest,
 } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import * as pbRuns from "./gen/colossus/api/v1alpha1/runs_pb.js";
 import type * as m from "./models.js";
@@ -238,7 +249,36 @@ export function buildListRuns(info: m.ServerInfo, statuses: readonly m.RunStatus
   }
   checkCount(pageSize, "page_size", 1_000_000);
   if (typeof pageToken !== "string" || pageToken.length > 4096) throw invalidArgument("pageToken must be a string of at most 4096 characters", "page_token");
-  return create(ListRunsRequestSchema, { statuses: wanted, pageSize, pageToken });
+  const request = create(ListRunsRequestSchema, { statuses: wanted, pageSize, pageToken });
+  checkSize(ListRunsRequestSchema, request, info);
+  return request;
+}
+
+// C7 holds for every call, not only for those that carry the caller's text: a worker may
+// advertise a cap smaller than even a read of a long ID.
+
+export function buildGetRun(info: m.ServerInfo, runId: string): GetRunRequest {
+  const request = create(GetRunRequestSchema, { runId: checkId(runId, "run_id") });
+  checkSize(GetRunRequestSchema, request, info);
+  return request;
+}
+
+export function buildCancelRun(info: m.ServerInfo, runId: string): CancelRunRequest {
+  const request = create(CancelRunRequestSchema, { runId: checkId(runId, "run_id") });
+  checkSize(CancelRunRequestSchema, request, info);
+  return request;
+}
+
+export function buildWatchRun(info: m.ServerInfo, runId: string, afterSequence: number): WatchRunRequest {
+  const request = create(WatchRunRequestSchema, { runId, afterSequence: BigInt(afterSequence) });
+  checkSize(WatchRunRequestSchema, request, info);
+  return request;
+}
+
+export function buildDownload(info: m.ServerInfo, artifactId: string): DownloadArtifactRequest {
+  const request = create(DownloadArtifactRequestSchema, { artifactId: checkId(artifactId, "artifact_id") });
+  checkSize(DownloadArtifactRequestSchema, request, info);
+  return request;
 }
 
 export function buildRespond(info: m.ServerInfo, runId: string, interactionId: string, answer: m.InteractionAnswer): RespondInteractionRequest {

@@ -5,7 +5,17 @@ import { invalidArgument } from "./errors.js";
 import type * as m from "./models.js";
 import type { ResolvedRetryPolicy } from "./retry.js";
 import { RunPager } from "./pagination.js";
-import { buildCreateRun, buildListRuns, buildRespond, checkId, checkIdempotencyKey, newIdempotencyKey, type CreateRunOptions } from "./requests.js";
+import {
+  buildCancelRun,
+  buildCreateRun,
+  buildGetRun,
+  buildListRuns,
+  buildRespond,
+  checkId,
+  checkIdempotencyKey,
+  newIdempotencyKey,
+  type CreateRunOptions,
+} from "./requests.js";
 import { Watch, type ConnectionSource, type WatchOptions } from "./watch.js";
 
 /** Options of `runs.list`. */
@@ -50,7 +60,8 @@ export class Runs {
   async get(runId: string, options: RequestOptions = {}): Promise<m.Run> {
     checkId(runId, "run_id");
     const connection = await this.source.connection();
-    return connection.read(async () => convert.run((await connection.runs.getRun({ runId }, connection.callOptions(options))).run), options.signal);
+    const request = buildGetRun(connection.serverInfo, runId);
+    return connection.read(async () => convert.run((await connection.runs.getRun(request, connection.callOptions(options))).run), options.signal);
   }
 
   /** The caller's runs, newest first, as an async iterable (or `.pages()`). Scope `runs:read`. */
@@ -84,8 +95,9 @@ export class Runs {
   async cancel(runId: string, options: RequestOptions = {}): Promise<m.Run> {
     checkId(runId, "run_id");
     const connection = await this.source.connection();
+    const request = buildCancelRun(connection.serverInfo, runId);
     try {
-      return convert.run((await connection.runs.cancelRun({ runId }, connection.callOptions(options))).run);
+      return convert.run((await connection.runs.cancelRun(request, connection.callOptions(options))).run);
     } catch (error) {
       throw connection.mapError(error, { mutation: true, signal: options.signal });
     }

@@ -11,6 +11,7 @@ import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } fr
 import type { WatchRunResponse } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import { RunEventSchema, type RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
 import type { RunEvent } from "./models.js";
+import { buildWatchRun } from "./requests.js";
 import { sleep, type ResolvedRetryPolicy } from "./retry.js";
 import { WatchCore, type ReplayWindow, type Resume } from "./watch-core.js";
 
@@ -209,6 +210,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
   private async open(): Promise<AsyncIterator<WatchRunResponse>> {
     const connection = await this.source.connection();
     this.connection = connection;
+    const request = buildWatchRun(connection.serverInfo, this.core.runId, this.core.lastSequence);
     const attempt = new AbortController();
     this.attempt = attempt;
     const signals = [this.watch.stopSignal, attempt.signal];
@@ -226,7 +228,6 @@ class WatchIterator implements AsyncIterator<RunEvent> {
       }, check);
       this.idleTimer.unref();
     }
-    const request = { runId: this.core.runId, afterSequence: BigInt(this.core.lastSequence) };
     const stream = connection.runs.watchRun(request, { signal: AbortSignal.any(signals) })[Symbol.asyncIterator]();
     this.stream = stream;
     return stream;

@@ -23,7 +23,7 @@ import type { ServerInfo } from "../src/models.js";
 import { CHUNK_FRAMING, uploadChunkBytes } from "../src/artifacts.js";
 import { UploadArtifactRequestSchema } from "../src/gen/colossus/api/v1alpha1/artifacts_pb.js";
 import { CreateRunRequestSchema, RespondInteractionRequestSchema } from "../src/gen/colossus/api/v1alpha1/run_service_pb.js";
-import { buildCreateRun, buildListRuns, buildRespond } from "../src/requests.js";
+import { buildCancelRun, buildCreateRun, buildDownload, buildGetRun, buildListRuns, buildRespond, buildWatchRun } from "../src/requests.js";
 import { parseStrictObject, JsonFloat, StrictJsonError } from "../src/transport/strict-json.js";
 
 function errorInfo(reason: string, domain: string, metadata: Record<string, string> = {}): Uint8Array {
@@ -124,6 +124,26 @@ describe("local request checks", () => {
   it("refuses a request over the advertised cap before sending", () => {
     const big = { ...info, limits: { ...info.limits, maxInputBytes: 0, maxRequestBytes: 64 } };
     assert.throws(() => buildCreateRun(big, "key-1", "x".repeat(100), {}, null), (e: unknown) => e instanceof ResourceExhaustedError && e.code === null);
+  });
+
+  it("holds reads, watches, listings, cancels and downloads to the advertised cap too (C7)", () => {
+    const longId = `run_${"a".repeat(60)}`;
+    const builders: ReadonlyArray<readonly [string, (i: ServerInfo) => unknown]> = [
+      ["GetRun", (i) => buildGetRun(i, longId)],
+      ["CancelRun", (i) => buildCancelRun(i, longId)],
+      ["WatchRun", (i) => buildWatchRun(i, longId, 0)],
+      ["ListRuns", (i) => buildListRuns(i, [], 0, "t".repeat(60))],
+      ["DownloadArtifact", (i) => buildDownload(i, `art_${"a".repeat(60)}`)],
+    ];
+    for (const [name, build] of builders) {
+      // 62-66 bytes once encoded: sent under a cap of 66, refused under one of 48.
+      assert.doesNotThrow(() => build({ ...info, limits: { ...info.limits, maxRequestBytes: 66 } }), name);
+      assert.throws(
+        () => build({ ...info, limits: { ...info.limits, maxRequestBytes: 48 } }),
+        (e: unknown) => e instanceof ResourceExhaustedError && e.reason === "REQUEST_TOO_LARGE" && e.code === null,
+        name,
+      );
+    }
   });
 
   it("sends a request of exactly the advertised cap and refuses one byte more (C7)", () => {
