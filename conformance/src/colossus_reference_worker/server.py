@@ -84,8 +84,11 @@ def open_workspace(config: WorkerConfig) -> Workspace:
         raise StateError(_unusable(state, exc)) from None
     try:
         identity = load_identity(state, config.host)
-        journal = Journal(state / "journal.sqlite3", secret_file(state / "journal-key"))
-        credentials = CredentialBook(journal, secret_file(state / "verifier-key"))
+        # Every secret before the journal: once it exists, a missing secret is refused.
+        journal_key, verifier_key = (secret_file(state / name)
+                                     for name in ("journal-key", "verifier-key"))
+        journal = Journal(state / "journal.sqlite3", journal_key)
+        credentials = CredentialBook(journal, verifier_key)
     except OSError as exc:
         lock.release()
         raise StateError(_unusable(state, exc)) from None

@@ -72,10 +72,31 @@ def read_private_file(path: Path, max_bytes: int = 65536) -> bytes | None:
         return f.read(max_bytes + 1)[:max_bytes]
 
 
+# The secrets that what a state folder already holds depends on, with what a new one would
+# silently break. Each is created together with the folder, before its journal; once the
+# journal exists, a missing one was lost, and minting a replacement would lose more.
+_BOUND_TO_THE_JOURNAL = {
+    "tls-seed": "give the worker a new instance ID and certificate pin, which no "
+                "provisioned client trusts",
+    "journal-key": "fail the check of every journal record",
+    "verifier-key": "refuse every enrolled credential",
+}
+JOURNAL_NAME = "journal.sqlite3"
+
+
 def secret_file(path: Path, size: int = 32) -> bytes:
-    """Return the random secret stored at ``path``, creating it on first use."""
+    """Return the random secret stored at ``path``, creating it on first use.
+
+    A secret the journal depends on is created only while the folder holds no journal;
+    later its absence is reported instead of papered over with a new one.
+    """
     data = read_private_file(path)
     if data is None:
+        consequence = _BOUND_TO_THE_JOURNAL.get(path.name)
+        if consequence is not None and os.path.lexists(path.parent / JOURNAL_NAME):
+            raise StateError(
+                f"{path} is missing although the folder holds a journal; restore it from a "
+                f"backup of this folder (a new one would {consequence})")
         write_private_file(path, secrets.token_bytes(size))
         data = read_private_file(path)
         assert data is not None

@@ -42,8 +42,9 @@ READ = Grant(("runs:read",), ("default",), ())
 @pytest.fixture
 def book(tmp_path: Path) -> Any:
     tmp_path.chmod(0o700)
+    verifier_key = secret_file(tmp_path / "verifier-key")  # secrets before the journal
     journal = Journal(tmp_path / "journal.sqlite3", secret_file(tmp_path / "journal-key"))
-    yield CredentialBook(journal, secret_file(tmp_path / "verifier-key"))
+    yield CredentialBook(journal, verifier_key)
     journal.close()
 
 
