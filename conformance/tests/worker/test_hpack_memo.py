@@ -1,10 +1,10 @@
-"""The header-block memo decodes exactly what hpack's own decoder decodes.
+"""The header-block memo decodes and encodes exactly what hpack's own coder does.
 
 HPACK is stateful: the same bytes mean different headers once the dynamic
 table changed. Each test feeds the same sequence of blocks to a memoizing
 decoder and to a plain one and requires the same headers (or the same error)
 and the same table afterwards, including blocks that repeat after the table
-moved under them.
+moved under them; the encoder side must emit the same bytes as a plain encoder.
 """
 
 from __future__ import annotations
@@ -23,11 +23,16 @@ from colossus_reference_worker.hpack_memo import memoize_header_blocks
 _UNINDEXED_AUTH = bytes([0x00, 13]) + b"authorization" + bytes([11]) + b"Bearer abcd"
 
 
-def _memo_decoder() -> hpack.Decoder:
-    connection = SimpleNamespace(decoder=hpack.Decoder())
+def _memo_connection() -> Any:
+    connection = SimpleNamespace(decoder=hpack.Decoder(), encoder=hpack.Encoder())
     memoize_header_blocks(connection)
-    decoder: hpack.Decoder = connection.decoder
-    assert type(decoder) is not hpack.Decoder
+    assert type(connection.decoder) is not hpack.Decoder
+    assert type(connection.encoder) is not hpack.Encoder
+    return connection
+
+
+def _memo_decoder() -> hpack.Decoder:
+    decoder: hpack.Decoder = _memo_connection().decoder
     return decoder
 
 
@@ -109,3 +114,35 @@ def test_any_sequence_of_blocks_decodes_as_hpack_does(steps):
             blocks.append(block)
             blocks.append(bytes([0x80 | 62]))
     _same_everywhere(blocks)
+
+
+_lists = st.lists(st.tuples(st.sampled_from([b":status", b"content-type", b"grpc-status"]),
+                            st.sampled_from([b"200", b"0", b"application/grpc+proto"]),
+                            st.booleans()),
+                  min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_lists, st.sampled_from([None, 0, 60, 4096])), min_size=1,
+                max_size=12))
+def test_any_sequence_of_header_lists_encodes_as_hpack_does(steps):
+    memo, plain = _memo_connection().encoder, hpack.Encoder()
+    for fields, resize in steps:
+        if resize is not None:
+            memo.header_table_size = plain.header_table_size = resize
+        headers = [hpack.NeverIndexedHeaderTuple(n, v) if secret else (n, v)
+                   for n, v, secret in fields]
+        for _ in range(2):  # the second time may come from the memo
+            assert memo.encode(headers) == plain.encode(headers)
+            assert (list(memo.header_table.dynamic_entries)
+                    == list(plain.header_table.dynamic_entries))
+
+
+def test_a_repeated_reply_header_list_is_encoded_once():
+    encoder = _memo_connection().encoder
+    reply = [(b":status", b"200"), (b"content-type", b"application/grpc+proto")]
+    first = encoder.encode(reply)  # adds content-type to the table: not kept
+    assert encoder.colossus_memo == {}
+    second = encoder.encode(reply)
+    assert second != first and len(encoder.colossus_memo) == 1
+    assert encoder.encode(reply) == second
