@@ -15,6 +15,7 @@ or unsafe; 5 the bearer could not be delivered (the credential stays pending);
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 from pathlib import Path
@@ -35,6 +36,7 @@ from .commands.common import (
     Parser,
     UsageError,
     fail,
+    port_number,
     state_dir_of,
     worker_config,
 )
@@ -63,7 +65,8 @@ def build_legacy_parser() -> argparse.ArgumentParser:
                    help="private state folder (default: DIR/state under --public-api-dir)")
     p.add_argument("--host", default="127.0.0.1", choices=["127.0.0.1", "::1"],
                    help="loopback address to listen on")
-    p.add_argument("--port", type=int, default=0, help="TCP port (default: previous or any)")
+    p.add_argument("--port", type=port_number, default=0,
+                   help="TCP port (default: previous or any)")
     p.add_argument("--enable-image-input", action="store_true",
                    help="advertise and accept attachments.image_input")
     p.add_argument("--allow-crash-step", action="store_true",
@@ -196,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
+        if isinstance(exc, OSError) and exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
+            # Only binding the listener fails this way: an explicit --port already taken.
+            fail(f"cannot listen on {getattr(args, 'host', '')} port "
+                 f"{getattr(args, 'port', '')}: {exc.strerror} (choose another --port, "
+                 "or 0 for any free port)")
+            return EXIT_FAILURE
         logging.getLogger(__name__).debug("unexpected failure", exc_info=True)
         fail(f"unexpected failure ({type(exc).__name__}); rerun with --log-level DEBUG "
              "for details")

@@ -172,3 +172,29 @@ def test_serve_logs_json_lines(tmp_path):
     assert by_event["connection_refused"]["reason"] == "tls"
     assert all({"time", "level", "logger", "message"} <= set(e) for e in entries)
     assert bearer not in log_path.read_text()
+
+
+@pytest.mark.parametrize("argv", [["serve"], ["dev"], []], ids=["serve", "dev", "flags"])
+@pytest.mark.parametrize("port", ["70000", "-1", "x1"])
+def test_a_port_out_of_range_is_a_usage_error_naming_the_flag(tmp_path, argv, port):
+    public = tmp_path / "pub"
+    out = cli(*argv, "--public-api-dir", str(public), "--port", port)
+    assert out.returncode == 2, out.stderr  # was an "unexpected failure (OverflowError)"
+    assert "--port" in out.stderr and "0 (any free port) to 65535" in out.stderr
+    assert repr(port) in out.stderr and out.stderr.count("\n") == 1
+    assert not public.exists()
+
+
+def test_a_port_already_taken_is_named_and_leaves_the_folder_usable(make_worker):
+    worker = make_worker(start=False)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = cli("serve", "--public-api-dir", str(worker.public), "--port", str(port))
+    assert out.returncode == 1, out.stderr  # was "unexpected failure (OSError)"
+    assert f"port {port}" in out.stderr and "--port" in out.stderr
+    assert "unexpected" not in out.stderr and out.stderr.count("\n") == 1
+    assert not (worker.public / "endpoint.json").exists()
+    worker.start()  # nothing was left locked or half-published
+    assert worker.client("app1").create("k", "x").run.run_id

@@ -48,6 +48,18 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free port) to 65535."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a TCP port from 0 (any free port) to 65535, got {text!r}")
+    return value
+
+
 def fail(message: str) -> None:
     sys.stderr.write(f"{PROG}: error: {message}\n")
 

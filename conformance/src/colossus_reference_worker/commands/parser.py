@@ -9,7 +9,7 @@ from textwrap import dedent
 from ..faults import add_arguments as add_fault_arguments
 from ..sidecar.main import add_arguments as add_sidecar_arguments
 from .admin import add_delivery_flags, add_grant_flags
-from .common import EXIT_CODES, PROG, Parser, add_folder_flags, add_json_flag
+from .common import EXIT_CODES, PROG, Parser, add_folder_flags, add_json_flag, port_number
 from .runs import add_run_filters
 from .serve import add_arguments as add_serve_arguments
 
@@ -32,7 +32,7 @@ def _logging_parent(default_level: str) -> Parser:
 def _placement_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", choices=["127.0.0.1", "::1"],
                         help="loopback address to listen on")
-    parser.add_argument("--port", type=int, default=0,
+    parser.add_argument("--port", type=port_number, default=0,
                         help="TCP port (default: the previous one if free, else any)")
     parser.add_argument("--enable-image-input", action="store_true",
                         help="advertise and accept attachments.image_input")
