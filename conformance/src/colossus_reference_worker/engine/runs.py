@@ -12,6 +12,7 @@ Stream names:
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -23,6 +24,8 @@ from grpclib.const import Status
 from ..errors import ApiError, JournalIntegrityError
 from ..journal import ConcurrencyConflict, Journal, Record
 from .model import TERMINAL, Event, State, apply, initial_state, is_reserved, replay_check
+
+log = logging.getLogger(__name__)
 
 
 class EventLimitReached(Exception):
@@ -72,6 +75,13 @@ class RunStore:
         self._checkpoints: OrderedDict[str, Checkpoint] = OrderedDict()
         if journal.open_index_created:
             journal.open_index_created = False
+            self._index_open_runs()
+        elif not journal.open_index_intact():
+            # The records are sealed and the index is derived from them: rebuild it, so
+            # recovery still settles every unfinished run (W13), and say so loudly.
+            log.error("the journal's index of unfinished runs was altered outside the "
+                      "worker; rebuilding it from the records")
+            journal.reset_open_index()
             self._index_open_runs()
         self.max_events = max_events
         self.reserved = reserved

@@ -8,6 +8,9 @@ transaction as every append, close that gap:
   ends anywhere else, or a stream that lost every record, fails verification.
 * ``checkpoint``: one row with the number of records and the highest position.
   It catches records dropped together with their stream's head row.
+* ``open_seal``: the size of the index of unfinished streams and the XOR of a keyed
+  hash of each member, kept up to date as members come and go, so start-up can
+  tell whether that index (which decides which runs recovery visits) was edited.
 
 Both are sealed with HMAC-SHA256 under the journal key, with their own domain
 labels, so they cannot be rewritten without that key.
@@ -35,6 +38,12 @@ CREATE TABLE IF NOT EXISTS checkpoint (
     position INTEGER NOT NULL,
     seal     BLOB    NOT NULL
 );
+CREATE TABLE IF NOT EXISTS open_seal (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    count  INTEGER NOT NULL,
+    digest BLOB    NOT NULL,
+    seal   BLOB    NOT NULL
+);
 """
 
 
@@ -48,6 +57,20 @@ def head_seal(key: bytes, stream: str, version: int, digest: bytes) -> bytes:
 def checkpoint_seal(key: bytes, records: int, position: int) -> bytes:
     message = b"colossus.journal.checkpoint\0" + struct.pack(">QQ", records, position)
     return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def open_member(key: bytes, stream: str) -> bytes:
+    """A stream's share of the open-set digest (the digest XORs the shares of every member)."""
+    return hmac.new(key, b"colossus.journal.open\0" + stream.encode(), hashlib.sha256).digest()
+
+
+def open_set_seal(key: bytes, count: int, digest: bytes) -> bytes:
+    message = b"colossus.journal.open-set\0" + struct.pack(">Q", count) + digest
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def xor_bytes(a: bytes, b: bytes) -> bytes:
+    return bytes(x ^ y for x, y in zip(a, b, strict=True))
 
 
 def seal_matches(expected: bytes, stored: bytes) -> bool:

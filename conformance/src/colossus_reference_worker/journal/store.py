@@ -34,7 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalIntegrityError, StorageFull, StorageUnavailable
-from .heads import HEADS_SCHEMA, checkpoint_seal, head_seal, seal_matches, verify_checkpoint
+from .heads import (
+    HEADS_SCHEMA,
+    checkpoint_seal,
+    head_seal,
+    open_member,
+    open_set_seal,
+    seal_matches,
+    verify_checkpoint,
+    xor_bytes,
+)
 from .records import GENESIS, Record, canonical_json, record_hash
 
 log = logging.getLogger(__name__)
@@ -112,6 +121,10 @@ class Journal:
                 "SELECT 1 FROM sqlite_master WHERE name = 'open_streams'").fetchone() is None
             self._db.executescript(_SCHEMA + HEADS_SCHEMA + _OPEN_SCHEMA)
             self._check_checkpoint()
+            if self._db.execute("SELECT 1 FROM open_seal").fetchone() is None:
+                # A journal from before the seal: trust its index once, as found.
+                with self.transaction():
+                    self._seal_open_set(*self._open_set_as_found())
         self._seen = self._fingerprint()
 
     def _set_up(self, path: Path, key: bytes) -> None:
@@ -445,11 +458,48 @@ class Journal:
 
     def mark_open(self, stream: str, is_open: bool) -> None:
         """Add ``stream`` to, or drop it from, the index of open streams (inside the
-        transaction of the append that opens or finishes it)."""
+        transaction of the append that opens or finishes it), updating its seal."""
+        assert self._in_tx, "mark_open outside a transaction"
         if is_open:
-            self._sql("INSERT OR IGNORE INTO open_streams (stream) VALUES (?)", (stream,))
+            changed = self._sql("INSERT OR IGNORE INTO open_streams (stream) VALUES (?)",
+                                (stream,)).rowcount
         else:
-            self._sql("DELETE FROM open_streams WHERE stream = ?", (stream,))
+            changed = self._sql("DELETE FROM open_streams WHERE stream = ?", (stream,)).rowcount
+        if changed:
+            count, digest, _ = self._sql("SELECT count, digest, seal FROM open_seal").fetchone()
+            self._seal_open_set(count + (1 if is_open else -1),
+                                xor_bytes(bytes(digest), open_member(self._key, stream)))
+
+    def _seal_open_set(self, count: int, digest: bytes) -> None:
+        self._sql("INSERT INTO open_seal (id, count, digest, seal) VALUES (1, ?, ?, ?) "
+                  "ON CONFLICT (id) DO UPDATE SET count = excluded.count, "
+                  "digest = excluded.digest, seal = excluded.seal",
+                  (count, digest, open_set_seal(self._key, count, digest)))
+
+    def _open_set_as_found(self) -> tuple[int, bytes]:
+        digest, count = bytes(32), 0
+        for (stream,) in self._sql("SELECT stream FROM open_streams").fetchall():
+            digest, count = xor_bytes(digest, open_member(self._key, stream)), count + 1
+        return count, digest
+
+    def open_index_intact(self) -> bool:
+        """Whether the index of open streams is exactly what this worker's appends left.
+
+        Recovery after a crash visits only the streams in that index, so a row removed
+        or added by hand would leave a run unsettled, or settle one twice.
+        """
+        row = self._sql("SELECT count, digest, seal FROM open_seal").fetchone()
+        if row is None:
+            return False
+        count, digest, seal = row
+        return (seal_matches(open_set_seal(self._key, count, bytes(digest)), seal)
+                and (count, bytes(digest)) == self._open_set_as_found())
+
+    def reset_open_index(self) -> None:
+        """Empty the index of open streams (before rebuilding it from the records)."""
+        with self.transaction():
+            self._sql("DELETE FROM open_streams")
+            self._seal_open_set(0, bytes(32))
 
     def open_streams(self, prefix: str) -> list[str]:
         """Streams marked open whose names start with ``prefix``, oldest first."""
