@@ -237,6 +237,16 @@ class Suite:
             return genuine[:-1] + ("0" if genuine[-1] != "0" else "1")
         if rule == "uppercase":
             return genuine.upper()
+        # Spellings a person might paste from a tool's output: the same digest, but not in
+        # the one grammar the SDKs take (64 lower-case hex digits), so each must be refused.
+        if rule == "sha256-prefix":
+            return "sha256:" + genuine
+        if rule == "colon-pairs":
+            return ":".join(genuine[i : i + 2] for i in range(0, len(genuine), 2))
+        if rule == "trailing-newline":
+            return genuine + "\n"
+        if rule == "short":
+            return genuine[:-1]
         if rule == "descriptor":
             return descriptor_pin or genuine
         return rule
