@@ -9,9 +9,10 @@ the worker process (from ``/proc``) barely does. Each worker serves a finished
 (the cheapest authenticated call: the RPC stack's own cost) and, with
 ``--before REV``, with the same blocks against the worker of that git revision
 (its ``conformance/src`` exported to a temporary folder), the order swapped
-every round. ``--loops`` compares this tree's worker on uvloop and on asyncio's
-loop the same way (``--event-loop`` picks one loop for this tree's worker).
-Prints medians with their min-max spread. Not a test.
+every round. ``--loops`` compares this tree's worker on uvloop and on
+asyncio's loop the same way (``--event-loop`` picks one loop for this tree's
+worker). Prints medians with their min-max spread, and the ratio of the two
+sides taken round by round. Not a test.
 """
 
 from __future__ import annotations
@@ -77,6 +78,19 @@ def _start(root: Path, source: Path | None,
     return worker, client, run_id
 
 
+def _print_ratios(blocks: dict[tuple[str, str], list[float]], names: list[str]) -> None:
+    """Each other side over the first, per method, from the blocks of the same round."""
+    first = names[0]
+    methods = sorted({method for _, method in blocks})
+    for other in names[1:]:
+        for method in methods:
+            ratios = [a / b for a, b in zip(blocks[(first, method)], blocks[(other, method)],
+                                            strict=True)]
+            print(f"{first} / {other}: worker CPU per {method}, ratio median "
+                  f"{statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}, "
+                  f"{len(ratios)} alternating rounds)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", help="git revision whose worker to compare with")
@@ -127,6 +141,7 @@ def main() -> None:
                 print(f"{name}: worker CPU per {method} median {statistics.median(ms):.3f} ms "
                       f"(min {min(ms):.3f}, max {max(ms):.3f}, {len(ms)} alternating blocks of "
                       f"{args.calls} calls)")
+            _print_ratios(blocks, list(workers))
         finally:
             for worker, _, _ in workers.values():
                 worker.stop()
