@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grpclib.protocol import H2Protocol
 from grpclib.server import Server
 
 from .codec import BetterprotoCodec
@@ -28,6 +29,7 @@ from .hooks import NO_HOOKS, WorkerHooks
 from .journal import Journal
 from .listener import Listener
 from .plugins import ServiceContext, load_artifact_plugin
+from .spent_deadlines import SpentDeadlineHandler
 from .state import (
     StateError,
     StateLock,
@@ -50,7 +52,15 @@ class _GrpcServer(Server):
         self._listener = listener
 
     def _protocol_factory(self) -> Any:
-        return self._listener.factory(super()._protocol_factory)
+        return self._listener.factory(self._h2_protocol)
+
+    def _h2_protocol(self) -> H2Protocol:
+        # grpclib's own factory, with the handler that answers spent deadlines itself.
+        self.__gc_step__()
+        handler = SpentDeadlineHandler(self._mapping, self._codec, self._status_details_codec,
+                                       self.__dispatch__)
+        self._handlers.add(handler)
+        return H2Protocol(handler, self._config, self._h2_config)
 
     def stop_accepting(self) -> None:
         """Close the listening socket only; open connections keep being served."""

@@ -18,9 +18,6 @@ DEADLINE_EXCEEDED = 4
 GET_RUN = "/colossus.api.v1alpha1.RunService/GetRun"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "grpclib raises the expired deadline before dispatch, answers UNKNOWN and logs an ERROR "
-    "traceback per call; the fix belongs in server.py (owned by the per-call cost work)"))
 @pytest.mark.parametrize("bearer", ["valid", "unknown"])
 def test_an_expired_deadline_fails_as_deadline_exceeded_without_a_traceback(make_worker, bearer):
     worker = make_worker()
