@@ -40,6 +40,7 @@ from ._errors import (
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
 from ._requests import check_size
+from ._transport._stream_reader import messages
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
 from .api.v1alpha1 import run_service_pb2, runs_pb2
 
@@ -332,7 +333,7 @@ class Watch:
                 if watchdog is not None:
                     watchdog.arm(call)
                 try:
-                    for data in call:
+                    for data in messages(call):
                         event = decode(data).event
                         if watchdog is not None:
                             watchdog.last_activity = time.monotonic()

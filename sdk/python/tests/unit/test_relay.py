@@ -115,6 +115,21 @@ def test_bytes_pass_intact_both_ways_after_the_checks(
         relay.close()
 
 
+def test_the_verified_connection_sends_small_writes_at_once(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    # Nagle's algorithm would hold a window update or a GetRun request behind an
+    # unacknowledged segment until the worker's delayed ACK.
+    relay = _relay(echo["genuine"], leaf)
+    try:
+        relay.preflight()
+        kept = relay._parked
+        assert kept is not None
+        assert kept.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        relay.close()
+
+
 def test_a_connection_that_passes_clears_an_earlier_refusal(
     echo: dict[str, EchoTlsServer], leaf: Leaf
 ) -> None:
