@@ -107,3 +107,22 @@ def test_a_journal_from_before_the_seal_is_sealed_as_found(tmp_path: Path) -> No
         assert journal._db.execute("SELECT stream FROM open_streams").fetchall() == [("run:a",)]
     finally:
         journal.close()
+
+
+def test_a_removed_seal_row_is_not_taken_for_a_journal_from_before_the_seal(
+        tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(path, b"k" * 32)
+    with journal.transaction():
+        journal.mark_open("run:a", True)
+    journal.close()
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM open_seal")
+    db.execute("DELETE FROM open_streams")
+    db.commit()
+    db.close()
+    journal = Journal(path, b"k" * 32)
+    try:
+        assert not journal.open_index_intact()  # the start-up rebuild follows
+    finally:
+        journal.close()

@@ -82,6 +82,11 @@ OFFLINE = {
          "AND version = 2) WHERE stream = ?", (f"run:{steps}", f"run:{steps}"))],
     "lifecycle-newest": lambda w, effect, steps: [
         _drop_newest("worker:lifecycle", _versions(w, "worker:lifecycle") - 1)],
+    # Without its checkpoint row the journal used to be taken for one written before
+    # checkpoints existed and sealed as found, hiding the records removed with it.
+    "run-newest-record-and-the-checkpoint": lambda w, effect, steps: [
+        _drop_newest(f"run:{steps}", _versions(w, f"run:{steps}") - 1),
+        ("DELETE FROM checkpoint", ())],
 }
 
 

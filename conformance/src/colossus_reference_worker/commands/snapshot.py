@@ -63,7 +63,7 @@ class ReadOnlyJournal(Journal):
         # view of the files never moves.
         self._seen = self._fingerprint()
 
-    def _check_checkpoint(self) -> None:
+    def _check_checkpoint(self, *, sealed_before: bool = True) -> None:
         count, position = self._db.execute(
             "SELECT COUNT(*), COALESCE(MAX(position), 0) FROM records").fetchone()
         row = self._db.execute("SELECT records, position, seal FROM checkpoint").fetchone()

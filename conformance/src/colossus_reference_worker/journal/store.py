@@ -116,13 +116,15 @@ class Journal:
             # OS crash or power loss cannot take back a run or idempotency claim the
             # client was told about. NORMAL would only survive a process kill.
             self._db.execute("PRAGMA synchronous=FULL")
+            tables = {name for (name,) in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
             # A journal from before the index learns its open streams from a full scan, once.
-            self.open_index_created = self._db.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = 'open_streams'").fetchone() is None
+            self.open_index_created = "open_streams" not in tables
             self._db.executescript(_SCHEMA + HEADS_SCHEMA + _OPEN_SCHEMA)
-            self._check_checkpoint()
-            if self._db.execute("SELECT 1 FROM open_seal").fetchone() is None:
-                # A journal from before the seal: trust its index once, as found.
+            self._check_checkpoint(sealed_before="checkpoint" in tables)
+            if "open_seal" not in tables:
+                # A journal from before the seal: trust its index once, as found. (A
+                # seal row deleted from an existing table reads as a broken seal.)
                 with self.transaction():
                     self._seal_open_set(*self._open_set_as_found())
         self._seen = self._fingerprint()
@@ -204,14 +206,18 @@ class Journal:
 
     # --- the checkpoint -----------------------------------------------------------
 
-    def _check_checkpoint(self) -> None:
+    def _check_checkpoint(self, *, sealed_before: bool = False) -> None:
         """Compare the sealed checkpoint with the records actually present.
 
-        A journal written before checkpoints existed is sealed as it is found.
+        A journal written before checkpoints existed is sealed as it is found; one whose
+        checkpoint table existed (``sealed_before``) but lost its row was tampered with:
+        sealing it as found would hide records removed together with that row.
         """
         count, position = self._db.execute(
             "SELECT COUNT(*), COALESCE(MAX(position), 0) FROM records").fetchone()
         row = self._db.execute("SELECT records, position, seal FROM checkpoint").fetchone()
+        if row is None and sealed_before:
+            raise JournalIntegrityError(f"{self._path}: the sealed checkpoint was removed")
         if row is None:
             if count:
                 log.warning("sealing a journal written before stream heads existed (%d records)",
