@@ -18,7 +18,11 @@
    relay) exactly like the raw stub: ``watch_relay_ratio`` is what the relay costs,
    ``watch_sdk_vs_relay_ratio`` what the SDK's per-event work and closing GetRun cost;
    the calling thread's CPU time per event is printed for every side (``event_path.py``
-   measures the SDK's per-event work alone, without the network).
+   measures the SDK's per-event work alone, without the network). To show where the
+   wall time goes, each side also gets the worker's CPU per event during its rounds, its
+   wall time per event and how long its first event took: when the first event comes
+   only after most of the worker's CPU was spent, the two sides took turns and the wall
+   time is near the sum of both CPUs; when it comes early, they overlapped.
 2. Connect time: ``Client.connect`` and ``AsyncClient.connect`` (discovery files -> the
    trust relay's checked TLS 1.3 connection -> channel through the relay -> verified
    GetServerInfo) against a raw TLS channel plus one GetServerInfo, in alternating rounds
@@ -35,6 +39,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -164,42 +169,48 @@ def watch_and_connect(rounds: int, max_rounds: int) -> dict[str, Any]:
             request = run_service_pb2.WatchRunRequest(run_id=run_id)
             decode = run_service_pb2.WatchRunResponse.FromString
 
-            def sdk_round() -> tuple[float, float]:
+            def sdk_round() -> tuple[float, float, float]:
                 started = time.perf_counter()
-                n, delivered = 0, 0.0
+                n, delivered, first = 0, 0.0, 0.0
                 for event in client.runs.watch(run_id):
                     n += 1
+                    if n == 1:
+                        first = time.perf_counter() - started
                     if event.is_terminal:
                         delivered = time.perf_counter() - started
                 assert n == events
                 # Delivery, and complete: with the GetRun reconciliation S1 requires.
-                return n / delivered, n / (time.perf_counter() - started)
+                return n / delivered, n / (time.perf_counter() - started), first
 
-            def relay_round() -> tuple[float, float]:
+            def relay_round() -> tuple[float, float, float]:
                 # The SDK's own channel (through the trust relay), read like the raw
                 # stub: what the relay costs, without the SDK's per-event work.
                 conn = client._backend.connection()
                 started = time.perf_counter()
-                n, delivered = 0, 0.0
+                n, delivered, first = 0, 0.0, 0.0
                 for data in conn.watch_run_encoded(request, metadata=auth):
                     n += 1
+                    if n == 1:
+                        first = time.perf_counter() - started
                     if decode(data).event.sequence == events:
                         delivered = time.perf_counter() - started
                 assert n == events
-                return n / delivered, n / (time.perf_counter() - started)
+                return n / delivered, n / (time.perf_counter() - started), first
 
-            def raw_round(channel: grpc.Channel) -> Callable[[], tuple[float, float]]:
+            def raw_round(channel: grpc.Channel) -> Callable[[], tuple[float, float, float]]:
                 stub = run_service_pb2_grpc.RunServiceStub(channel)
 
-                def measure() -> tuple[float, float]:
+                def measure() -> tuple[float, float, float]:
                     started = time.perf_counter()
-                    n, delivered = 0, 0.0
+                    n, delivered, first = 0, 0.0, 0.0
                     for response in stub.WatchRun(request, metadata=auth):
                         n += 1
+                        if n == 1:
+                            first = time.perf_counter() - started
                         if response.event.sequence == events:
                             delivered = time.perf_counter() - started
                     assert n == events
-                    return n / delivered, n / (time.perf_counter() - started)
+                    return n / delivered, n / (time.perf_counter() - started), first
 
                 return measure
 
@@ -218,6 +229,14 @@ def watch_and_connect(rounds: int, max_rounds: int) -> dict[str, Any]:
             # has to find for each event).
             cpu_us: dict[str, list[float]] = {name: [] for name in sides}
             process_us: dict[str, list[float]] = {name: [] for name in sides}
+            # Where the wall time goes: the worker's CPU per event during each side's
+            # rounds, the wall time per event until the stream's end, and how long the
+            # first event took (the worker's share before this side could start).
+            worker_us: dict[str, list[float]] = {name: [] for name in sides}
+            wall_us: dict[str, list[float]] = {name: [] for name in sides}
+            first_ms: dict[str, list[float]] = {name: [] for name in sides}
+            assert worker.process is not None
+            worker_pid = worker.process.pid
             sdk_complete_rates: list[float] = []
             done = 0
             # At least ``rounds``; more (up to ``max_rounds``) while the headline ratio's
@@ -228,9 +247,13 @@ def watch_and_connect(rounds: int, max_rounds: int) -> dict[str, Any]:
             ):
                 for name in list(sides) if done % 2 == 0 else list(reversed(sides)):
                     cpu, process = time.thread_time(), time.process_time()
-                    rate, complete = sides[name]()
+                    busy = _process_cpu_seconds(worker_pid)
+                    rate, complete, first = sides[name]()
                     cpu_us[name].append((time.thread_time() - cpu) * 1e6 / events)
                     process_us[name].append((time.process_time() - process) * 1e6 / events)
+                    worker_us[name].append((_process_cpu_seconds(worker_pid) - busy) * 1e6 / events)
+                    wall_us[name].append(1e6 / complete)
+                    first_ms[name].append(first * 1e3)
                     rates[name].append(rate)
                     if name == "sdk":
                         sdk_complete_rates.append(complete)
@@ -265,8 +288,34 @@ def watch_and_connect(rounds: int, max_rounds: int) -> dict[str, Any]:
             f"watch_{name}_process_cpu_us_per_event": round(statistics.median(values), 2)
             for name, values in process_us.items()
         },
+        **{
+            f"watch_{name}_worker_cpu_us_per_event": round(statistics.median(values), 2)
+            for name, values in worker_us.items()
+        },
+        **{
+            f"watch_{name}_wall_us_per_event": round(statistics.median(values), 2)
+            for name, values in wall_us.items()
+        },
+        **{
+            f"watch_{name}_first_event_ms": round(statistics.median(values), 1)
+            for name, values in first_ms.items()
+        },
         **connect,
     }
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """CPU seconds all threads of process ``pid`` used so far (Linux ``schedstat``, in ns);
+    0 where ``/proc`` has no such file, which prints as a worker CPU of 0."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(Path(f"/proc/{pid}/task/{task}/schedstat").read_text().split()[0])
+    return total / 1e9
 
 
 def _median_interval(values: list[float]) -> tuple[float, float]:
@@ -381,7 +430,11 @@ def main() -> None:
             f"{figures[key + '_ci_high']}, min {figures[key + '_min']}, "
             f"max {figures[key + '_max']}, {figures['watch_rounds']} alternating rounds; {target})"
         )
-    for what, suffix in (("caller", "caller"), ("client process", "process")):
+    for what, suffix in (
+        ("caller", "caller"),
+        ("client process", "process"),
+        ("worker", "worker"),
+    ):
         print(
             f"{what} CPU per event (median, us): "
             + ", ".join(
@@ -389,6 +442,18 @@ def main() -> None:
                 for name in ("sdk", "relay", "raw", "default")
             )
         )
+    print(
+        "wall time per event (median, us): "
+        + ", ".join(
+            f"{name} {figures[f'watch_{name}_wall_us_per_event']}"
+            for name in ("sdk", "relay", "raw", "default")
+        )
+        + "; first event after (ms): "
+        + ", ".join(
+            f"{name} {figures[f'watch_{name}_first_event_ms']}"
+            for name in ("sdk", "relay", "raw", "default")
+        )
+    )
     print(
         f"RSS growth {figures['rss_growth_mib']} MiB (target < 5 MiB): "
         f"{'met' if figures['rss_growth_mib'] < 5 else 'NOT met'}"
