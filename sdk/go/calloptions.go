@@ -9,7 +9,7 @@ type CallOption func(*callConfig)
 type callConfig struct {
 	timeout        *time.Duration
 	retry          *RetryPolicy
-	idempotencyKey string
+	idempotencyKey *string
 	mode           RunMode
 	role           string
 	maxTurns       uint32
@@ -49,9 +49,11 @@ func WithTimeout(d time.Duration) CallOption { return func(c *callConfig) { c.ti
 func WithRetry(p RetryPolicy) CallOption { return func(c *callConfig) { c.retry = &p } }
 
 // WithIdempotencyKey sets a create's idempotency key (1-128 of [A-Za-z0-9._:-]). Without
-// it the SDK generates one for the call and reports it on the result and every error.
+// it the SDK generates one for the call and reports it on the result and every error. A
+// key given here is used as given: an empty one is refused like any other malformed key,
+// never replaced by a generated one (a retry would then create a second run).
 func WithIdempotencyKey(key string) CallOption {
-	return func(c *callConfig) { c.idempotencyKey = key }
+	return func(c *callConfig) { c.idempotencyKey = &key }
 }
 
 // WithMode sets a create's run mode (default EXECUTE).

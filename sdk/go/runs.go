@@ -20,9 +20,9 @@ type Runs struct{ c *Client }
 // WithIdempotencyKey(err.IdempotencyKey) safely returns the run it may have created.
 func (r *Runs) Create(ctx context.Context, input []InputPart, opts ...CallOption) (*CreateRunResult, error) {
 	cfg := collect(opts)
-	key := cfg.idempotencyKey
-	if key == "" {
-		key = newIdempotencyKey()
+	key := newIdempotencyKey()
+	if cfg.idempotencyKey != nil {
+		key = *cfg.idempotencyKey
 	}
 	s, err := r.c.session(ctx)
 	if err != nil {
