@@ -90,6 +90,18 @@ def test_a_cancel_from_another_thread_ends_the_read(
     assert caught.value.code() is grpc.StatusCode.CANCELLED
 
 
-def test_anything_else_is_read_through_its_own_iterator() -> None:
+def test_anything_else_is_read_through_its_own_iterator(
+    fake: FakeWorker, client: colossus.Client
+) -> None:
     assert not reads_in_place([b"a"])
     assert list(messages([b"a", b"b"])) == [b"a", b"b"]
+    # A stream whose messages grpcio decodes keeps grpcio's iterator (and its decoding).
+    fake.b.events[RUN] = [terminal_event(RUN, 1)]
+    conn = client._backend.connection()
+    decoded = conn.channel.unary_stream(
+        "/colossus.api.v1alpha1.RunService/WatchRun",
+        request_serializer=run_service_pb2.WatchRunRequest.SerializeToString,
+        response_deserializer=run_service_pb2.WatchRunResponse.FromString,
+    )(run_service_pb2.WatchRunRequest(run_id=RUN), metadata=conn.metadata())
+    assert not reads_in_place(decoded)
+    assert [r.event.sequence for r in messages(decoded)] == [1]

@@ -42,7 +42,9 @@ def reads_in_place(call: object) -> bool:
         return False
     state = getattr(call, "_state", None)
     return (
-        getattr(call, "_call", None) is not None
+        # Only calls that hand over the bytes as received (no response deserializer).
+        getattr(call, "_response_deserializer", False) is None
+        and getattr(call, "_call", None) is not None
         and isinstance(getattr(state, "due", None), set)
         and hasattr(state, "condition")
         and hasattr(state, "code")
@@ -50,7 +52,7 @@ def reads_in_place(call: object) -> bool:
 
 
 def messages(call: Iterable[bytes]) -> Iterator[bytes]:
-    """The messages of a server stream ``call`` as grpcio delivers them, then its end.
+    """The encoded messages of a server stream ``call``, then its end.
 
     Ends like iterating ``call`` does: it stops after an OK status and raises the call's
     ``grpc.RpcError`` otherwise (also when the call was cancelled).
