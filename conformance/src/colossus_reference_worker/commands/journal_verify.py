@@ -1,4 +1,5 @@
-"""``journal verify``: check every record, chain, sealed head and run replay of a journal.
+"""``journal verify``: check every record, chain, sealed head, run replay and the sealed
+index of unfinished runs of a journal.
 
 Exit 0 when everything verifies, 6 when anything does not (each failure is named).
 """
@@ -36,6 +37,10 @@ def verify(state_dir: Path) -> dict[str, Any]:
                         pass
             except JournalIntegrityError as exc:
                 failures.append({"stream": stream, "problem": str(exc)})
+        if not journal.open_index_intact():
+            failures.append({"stream": "open_streams",
+                             "problem": "the index of unfinished runs does not match its seal "
+                                        "(the worker rebuilds it at its next start)"})
         try:
             CredentialBook(journal, read_secret(state_dir, "verifier-key"))
         except JournalIntegrityError as exc:

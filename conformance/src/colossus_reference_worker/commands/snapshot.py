@@ -72,6 +72,13 @@ class ReadOnlyJournal(Journal):
                 f"{self._path}: no sealed checkpoint (start the worker once to seal it)")
         verify_checkpoint(self._path, self._key, row, (count, position))
 
+    def open_index_intact(self) -> bool:
+        """As for a journal; one written before the index had a seal has nothing to check
+        (the worker seals it as found at its next start)."""
+        if self._sql("SELECT 1 FROM sqlite_master WHERE name = 'open_seal'").fetchone() is None:
+            return True
+        return super().open_index_intact()
+
     def all_streams(self) -> list[str]:
         """Every stream name present, in order of first appearance."""
         rows = self._sql("SELECT stream FROM records GROUP BY stream ORDER BY MIN(position)")

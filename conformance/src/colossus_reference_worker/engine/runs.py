@@ -76,13 +76,6 @@ class RunStore:
         if journal.open_index_created:
             journal.open_index_created = False
             self._index_open_runs()
-        elif not journal.open_index_intact():
-            # The records are sealed and the index is derived from them: rebuild it, so
-            # recovery still settles every unfinished run (W13), and say so loudly.
-            log.error("the journal's index of unfinished runs was altered outside the "
-                      "worker; rebuilding it from the records")
-            journal.reset_open_index()
-            self._index_open_runs()
         self.max_events = max_events
         self.reserved = reserved
 
@@ -313,7 +306,15 @@ class RunStore:
         return self._journal.range(f"owner:{application_id}", first, last)
 
     def live_run_ids(self) -> list[str]:
-        """Runs not yet terminal, oldest first, from the index kept with every append."""
+        """Runs not yet terminal, oldest first, from the index kept with every append
+        (start-up recovery; rebuilt from the records first if it was altered)."""
+        if not self._journal.open_index_intact():
+            # The records are sealed and the index is derived from them: rebuild it, so
+            # recovery still settles every unfinished run (W13), and say so loudly.
+            log.error("the journal's index of unfinished runs was altered outside the "
+                      "worker; rebuilding it from the records")
+            self._journal.reset_open_index()
+            self._index_open_runs()
         return [s.removeprefix("run:") for s in self._journal.open_streams("run:")]
 
     def _index_open_runs(self) -> None:
