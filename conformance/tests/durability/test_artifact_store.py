@@ -94,3 +94,28 @@ def test_same_bytes_two_owners_share_a_blob(store):
     assert ma.artifact_id != mb.artifact_id
     assert len(stored_files(store)) == 1
     assert store.lookup("a", mb.artifact_id) is None
+
+
+@pytest.mark.parametrize("name", ["index.sqlite3", "blobs", "tmp"])
+def test_a_link_in_the_artifact_folder_is_refused_and_its_target_untouched(tmp_path, name):
+    # Like the journal, the artifact index and folders are never reached through a
+    # link. The index used to be opened by SQLite (which follows links) and chmod'ed,
+    # so a link there changed another file's mode and could have SQLite write into it.
+    from colossus_reference_worker.state import StateError
+
+    state = tmp_path / "state"
+    (state / "artifacts").mkdir(parents=True, mode=0o700)
+    victim = tmp_path / "victim"
+    if name == "index.sqlite3":
+        victim.write_bytes(b"")  # an empty file: SQLite would happily make it a database
+        victim.chmod(0o644)
+    else:
+        victim.mkdir(mode=0o755)
+    (state / "artifacts" / name).symlink_to(victim)
+    before = (os.stat(victim).st_mode, victim.read_bytes() if victim.is_file() else None)
+    with pytest.raises(StateError, match=r"symbolic link|links"):
+        ArtifactStore(state, max_artifact_bytes=1000)
+    after = (os.stat(victim).st_mode, victim.read_bytes() if victim.is_file() else None)
+    assert after == before
+    if victim.is_dir():
+        assert list(victim.iterdir()) == []

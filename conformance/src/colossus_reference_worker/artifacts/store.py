@@ -25,10 +25,13 @@ import os
 import re
 import secrets
 import sqlite3
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from ..state import StateError
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # type "/" subtype, RFC 6838 restricted-name characters, lower or upper case.
@@ -115,10 +118,31 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _private_dir(path: Path) -> None:
+    if path.is_symlink():
+        raise StateError(f"unsafe artifact storage folder: {path} is a symbolic link")
     path.mkdir(mode=0o700, parents=False, exist_ok=True)
     if path.is_symlink() or not path.is_dir():
-        raise RuntimeError("artifact storage folder is not a plain directory")
+        raise StateError(f"unsafe artifact storage folder: {path} is not a plain directory")
     os.chmod(path, 0o700)
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` owner-only, or make an existing one so, never through a link.
+
+    SQLite follows links when it opens a database, so the index file is opened here
+    first, as the journal is: a link put in its place would otherwise have SQLite (and
+    the mode change) act on whatever file it points at.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise StateError(f"cannot open {path}: {exc.strerror}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StateError(f"unsafe artifact index: {path} is not a regular file")
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 class Upload:
@@ -188,10 +212,10 @@ class ArtifactStore:
         for leftover in self.tmp_dir.glob("*.part"):
             leftover.unlink(missing_ok=True)
         self._lock = threading.Lock()
+        _private_file(self.root / "index.sqlite3")
         self._db = sqlite3.connect(
             self.root / "index.sqlite3", isolation_level=None, check_same_thread=False
         )
-        os.chmod(self.root / "index.sqlite3", 0o600)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(
