@@ -204,9 +204,10 @@ def _bind(host: str, wanted: int, state_file: Any) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     candidates = [wanted] if wanted else []
     if not wanted:
-        previous = read_private_file(state_file)
-        if previous and previous.decode().isdigit():
-            candidates.append(int(previous.decode()))
+        previous = read_private_file(state_file) or b""
+        # Only a preference: a damaged file (not a port number) is ignored.
+        if previous.isdigit() and 0 < int(previous) < 65536:
+            candidates.append(int(previous))
         candidates.append(0)
     last_error: OSError | None = None
     for port in candidates:

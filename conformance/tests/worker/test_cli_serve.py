@@ -198,3 +198,16 @@ def test_a_port_already_taken_is_named_and_leaves_the_folder_usable(make_worker)
     assert not (worker.public / "endpoint.json").exists()
     worker.start()  # nothing was left locked or half-published
     assert worker.client("app1").create("k", "x").run.run_id
+
+
+@pytest.mark.parametrize("content", [b"70000", b"0", "\u00b2".encode(), b"\xff\xfe", b"80x"])
+def test_a_damaged_last_port_file_is_ignored(make_worker, content):
+    # The port of the previous run is only a preference; a damaged file used to stop
+    # every start with "unexpected failure" (OverflowError, ValueError, UnicodeDecodeError).
+    worker = make_worker(start=False)
+    worker.start()
+    worker.stop()
+    last_port = worker.state / "last-port"
+    last_port.write_bytes(content)
+    worker.start()
+    assert worker.client("app1").create("k", "x").run.run_id
