@@ -83,6 +83,8 @@ class _Backend:
         self.items = items
         self.options = SimpleNamespace(timeout=5.0)
         self.runs = SimpleNamespace()
+        # No advertised request cap: the watch's C7 size check passes.
+        self.server_info = SimpleNamespace(limits=SimpleNamespace(max_request_bytes=0))
 
     def connection(self) -> Any:
         return self
