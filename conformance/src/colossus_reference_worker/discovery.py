@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from .config import API_VERSION
-from .state import ensure_private_dir, write_private_file
+from .state import StateError, ensure_private_dir, write_private_file
 
 ENDPOINT_FILE = "endpoint.json"
 CERTIFICATE_FILE = "certificate.pem"
@@ -46,9 +46,16 @@ class DiscoveryFiles:
         }
         endpoint_bytes = (json.dumps(descriptor, indent=2) + "\n").encode()
         # The certificate first, so a reader that sees the new descriptor finds its leaf.
-        write_private_file(self._folder / CERTIFICATE_FILE, certificate_pem)
-        write_private_file(self._folder / ENDPOINT_FILE, endpoint_bytes)
-        self._written = {CERTIFICATE_FILE: certificate_pem, ENDPOINT_FILE: endpoint_bytes}
+        for name, data in ((CERTIFICATE_FILE, certificate_pem), (ENDPOINT_FILE, endpoint_bytes)):
+            try:
+                write_private_file(self._folder / name, data)
+            except OSError as exc:
+                # Say which file, and take back what was already published: a certificate
+                # without its descriptor is not a worker anyone can reach.
+                self.withdraw()
+                raise StateError(f"cannot publish {self._folder / name}: "
+                                 f"{exc.strerror or exc}") from None
+            self._written[name] = data
 
     def withdraw(self) -> None:
         """Remove the files that are still ours; leave anything else alone."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -82,3 +84,21 @@ def test_a_file_rewritten_to_the_same_length_is_left_alone(make_worker):
     endpoint.write_text(changed)
     worker.stop()
     assert endpoint.read_text() == changed
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_folder_in_place_of_a_discovery_file_stops_start_up_cleanly(make_worker, name):
+    # The worker used to stop with "unexpected failure (IsADirectoryError)" and, for
+    # endpoint.json, leave the certificate it had just published behind.
+    worker = make_worker(start=False)
+    worker.public.mkdir(mode=0o700, exist_ok=True)
+    (worker.public / name).mkdir()
+    out = subprocess.run([sys.executable, "-m", "colossus_reference_worker.cli", "serve",
+                          "--public-api-dir", str(worker.public)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 4, out.stderr  # the public folder is unusable
+    assert str(worker.public / name) in out.stderr and "unexpected" not in out.stderr
+    assert sorted(p.name for p in worker.public.iterdir()) == sorted([name, "state"])
+    (worker.public / name).rmdir()
+    worker.start()  # nothing was left locked
+    assert worker.descriptor["endpoint"].startswith("https://127.0.0.1:")
