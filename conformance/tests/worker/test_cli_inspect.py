@@ -198,3 +198,16 @@ def test_read_only_journal_keeps_every_attribute_of_a_journal(tmp_path):
     finally:
         read_only.close()
         writable.close()
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["runs", "watch", "run_x", "--after", "-1"], "--after"),
+    (["runs", "watch", "run_x", "--interval", "nan"], "--interval"),  # time.sleep(nan) raised
+    (["runs", "watch", "run_x", "--interval", "inf"], "--interval"),
+    (["runs", "list", "--application", "a b"], "--application"),  # listed nothing, exit 0
+])
+def test_bad_inspection_flags_are_usage_errors_naming_the_flag(tmp_path, argv, flag):
+    out = cli(*argv, "--state-dir", str(tmp_path / "state"))
+    assert out.returncode == 2, out.stderr
+    assert flag in out.stderr and out.stderr.count("\n") == 1 and out.stdout == ""
+    assert not (tmp_path / "state").exists()

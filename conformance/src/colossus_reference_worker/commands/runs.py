@@ -56,6 +56,9 @@ def _summary(creation: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_list(args: argparse.Namespace, state_dir: Path) -> int:
+    if args.application is not None and not OPAQUE_ID.fullmatch(args.application):
+        raise UsageError("--application expects an application ID of 1-64 characters of "
+                         f"[A-Za-z0-9_-], got {args.application!r}")
     statuses = set(args.status)
     damaged: list[str] = []
     with open_read_only(state_dir) as (journal, _serving):
@@ -169,8 +172,11 @@ def _files_signature(state_dir: Path) -> tuple[tuple[int, int], ...]:
 def run_watch(args: argparse.Namespace, state_dir: Path) -> int:
     """Print the run's events after ``--after``, then follow it until it ends."""
     _check_run_id(args.run_id)
-    if args.interval <= 0:
-        raise UsageError(f"--interval expects a positive number of seconds, got {args.interval}")
+    if not 0 < args.interval <= 3600:  # also refuses nan
+        raise UsageError("--interval expects a positive number of seconds, at most 3600, "
+                         f"got {args.interval}")
+    if args.after < 0:
+        raise UsageError(f"--after expects an event sequence of 0 or more, got {args.after}")
     after = args.after
     seen: tuple[tuple[int, int], ...] | None = None
     told_stopped = False
