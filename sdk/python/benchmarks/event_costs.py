@@ -28,14 +28,17 @@ from typing import Any
 
 import colossus_agent_client as colossus
 from bench import _make_long_run, _raw_channel, started_worker
-from colossus_agent_client import _convert
+from colossus_agent_client import _convert, _watch
 from colossus_agent_client._connection import _caps
 from colossus_agent_client._transport._channel import sync_channel_options
+from colossus_agent_client._transport._stream_reader import messages
 from colossus_agent_client._watch_core import WatchCore
 from colossus_agent_client.api.v1alpha1 import run_service_pb2, run_service_pb2_grpc
 
 _admit = WatchCore.admit_next
 _delta = _convert.output_delta_event
+# The watch driver's module globals: its stream reader is swapped there.
+_WATCH_GLOBALS: dict[str, Any] = vars(_watch)
 
 
 def _admit_without_window(
@@ -70,6 +73,8 @@ def _no_conversion(pb: Any, run_id: str, sequence: int) -> Any:
 
 VARIANTS: dict[str, tuple[Callable[..., bool], Callable[..., Any]]] = {
     "sdk": (_admit, _delta),
+    # The same work, but each message read through grpcio's own stream iterator.
+    "grpcio's iterator": (_admit, _delta),
     "no replay window": (_admit_without_window, _delta),
     "no admission": (_admit_nothing, _delta),
     "no models (text read)": (_admit, _text_only),
@@ -83,11 +88,14 @@ def _variant(name: str) -> Iterator[None]:
     admit, delta = VARIANTS[name]
     WatchCore.admit_next = admit  # type: ignore[method-assign]
     _convert.output_delta_event = delta
+    if name == "grpcio's iterator":
+        _WATCH_GLOBALS["messages"] = iter
     try:
         yield
     finally:
         WatchCore.admit_next = _admit  # type: ignore[method-assign]
         _convert.output_delta_event = _delta
+        _WATCH_GLOBALS["messages"] = messages
 
 
 def main() -> None:
