@@ -102,7 +102,7 @@ async def read_request(
     check of :mod:`wire_schema`, the client's side must then end, and only
     then is the message decoded.
     """
-    buffered = _take_buffered(stream)
+    buffered = _take_buffered(stream, max_bytes)
     if buffered is not None:
         # The client already ended its side: the same checks, without a wait.
         data, rest = _split_frame(buffered, max_bytes)
@@ -124,18 +124,22 @@ async def read_request(
     return parse_request(message_type, data)
 
 
-def _take_buffered(stream: Stream[Any, Any]) -> bytes | None:
+def _take_buffered(stream: Stream[Any, Any], max_bytes: int) -> bytes | None:
     """Every byte of a request whose client side already ended, or None if it has not.
 
     Takes the chunks out of grpclib's stream buffer and acknowledges them for
     flow control, as its reads do, and like them stops at the first chunk that
     carries nothing (grpclib's end mark, or an empty unpadded DATA frame, which
-    its reads take for the end too). Only for a buffer nobody read from yet.
+    its reads take for the end too). Only for a buffer nobody read from yet,
+    holding no more than one message of ``max_bytes`` and a byte: anything
+    larger is refused by the awaited reads, which never join it.
     """
     buffer = getattr(getattr(stream, "_stream", None), "buffer", None)
     if buffer is None or buffer._eof is not True or buffer._acked:
         return None
     queue = buffer._unacked
+    if sum(item.data_size for item in queue._queue) > max_bytes + 6:
+        return None
     chunks: list[bytes] = []
     while not queue.empty():
         data, _, ack_size = queue.get_nowait()

@@ -23,9 +23,11 @@ from typing import Any, cast
 from hpack import Decoder, Encoder
 
 # Bounds per connection: a peer sending endless distinct blocks only churns
-# this small memo.
+# this small memo, and an entry holds at most a short list of references to
+# the table's own strings, however large the decoded block.
 _MAX_ENTRIES = 8
 _MAX_BLOCK_BYTES = 2048
+_MAX_FIELDS = 32
 
 _Context = tuple[tuple[tuple[bytes, bytes], ...], int, int, int]
 
@@ -50,7 +52,7 @@ class _MemoDecoder(Decoder):
         if kept is not None and kept[0] == context:
             return list(kept[1])
         headers = list(super().decode(data, raw))
-        if _context(self) == context:  # decoding left the table as it was
+        if len(headers) <= _MAX_FIELDS and _context(self) == context:  # the table is as it was
             memo = self.colossus_memo
             memo.pop(key, None)
             if len(memo) >= _MAX_ENTRIES:
@@ -74,7 +76,8 @@ class _MemoEncoder(Encoder):
     colossus_memo: dict[tuple[Any, ...], tuple[_EncoderContext, bytes]]
 
     def encode(self, headers: Any, huffman: bool = True) -> bytes:
-        if not isinstance(headers, list | tuple) or len(headers) > 8:
+        if (not isinstance(headers, list | tuple) or len(headers) > _MAX_FIELDS
+                or sum(len(name) + len(value) for name, value, *_ in headers) > _MAX_BLOCK_BYTES):
             return super().encode(headers, huffman)
         # The tuple's type too: a NeverIndexedHeaderTuple encodes differently.
         key = tuple((type(header), *header) for header in headers)
