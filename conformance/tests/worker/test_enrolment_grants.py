@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import grpc
+import pytest
 from cli_helpers import cli
 from test_security import _enroll_cli
 
@@ -76,3 +77,18 @@ def test_a_revoked_credential_cannot_be_rotated_back(make_worker):
     worker.start()
     expect_error(lambda: worker.client(bearer).get("run_x"), OK.UNAUTHENTICATED,
                  "CREDENTIAL_REVOKED")
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--role", ""), ("--role", "a b"),
+                                             ("--tool", "x" * 65), ("--tool", "shell\nrun")])
+@pytest.mark.parametrize("form", ["command", "flags"])
+def test_a_malformed_role_or_tool_names_its_flag_and_the_grammar(tmp_path, flag, value, form):
+    # The message used to say "invalid role or tool name", naming neither the flag nor
+    # what a name may hold.
+    public = tmp_path / "pub"
+    action = ["enroll", "app9"] if form == "command" else ["--enroll-application", "app9"]
+    out = cli(*action, "--public-api-dir", str(public), flag, value, "--bearer-fd", "1")
+    assert out.returncode == 2, out.stderr
+    assert f"{flag} expects a name of 1-64 characters of [A-Za-z0-9._:-]" in out.stderr
+    assert repr(value) in out.stderr and out.stdout == ""
+    assert not public.exists()

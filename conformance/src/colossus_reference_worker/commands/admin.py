@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..config import SCOPES, WorkerConfig
-from ..credentials import Credential, CredentialBook, Grant
+from ..credentials import NAME_GRAMMAR, Credential, CredentialBook, Grant
 from ..state import ensure_private_dir
 from .common import EXIT_DELIVERY, EXIT_FAILURE, UsageError, emit, wants_json
 
@@ -88,6 +88,11 @@ def check_public_dir(config: WorkerConfig) -> None:
 
 
 def grant_from_args(args: argparse.Namespace) -> Grant:
+    for flag, names in (("--role", args.role), ("--tool", args.tool)):
+        for name in names:
+            if not NAME_GRAMMAR.fullmatch(name):
+                raise UsageError(f"{flag} expects a name of 1-64 characters of "
+                                 f"[A-Za-z0-9._:-], got {name!r}")
     try:
         return Grant(tuple(dict.fromkeys(args.scope)), tuple(dict.fromkeys(args.role)),
                      tuple(dict.fromkeys(args.tool)))
