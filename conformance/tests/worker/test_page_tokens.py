@@ -6,7 +6,7 @@ import uuid
 
 import grpc
 
-from conftest import error_info, expect_error, pb
+from conftest import ROOMY, error_info, expect_error, pb, script
 
 S = pb.runs
 OK = grpc.StatusCode
@@ -70,3 +70,28 @@ def test_token_binds_the_canonical_filter_and_the_application(shared_worker):
                      "PAGE_TOKEN_INVALID")
     expect_error(lambda: _page(shared_worker.client("app2"), token, statuses=both),
                  OK.INVALID_ARGUMENT, "PAGE_TOKEN_INVALID")
+
+
+def test_a_traversal_continues_across_a_restart_and_a_crash(make_worker):
+    # A caller paging through its runs while the worker restarts (an SDK iterator
+    # across a daemon upgrade, say) keeps its place: the token's key and the index it
+    # names are durable, and runs created meanwhile still do not shift the traversal.
+    roomy = [a for item in ROOMY for a in ("--limit", item)]
+    worker = make_worker(*roomy)
+    client = worker.client("app1")
+    created = [client.create(f"k{i}", script("say a")).run.run_id for i in range(7)]
+    newest_first = created[::-1]
+    first = client.runs.ListRuns(pb.rs.ListRunsRequest(), metadata=client.md, timeout=10)
+    assert [r.run_id for r in first.runs] == newest_first[:3] and first.next_page_token
+    worker.restart()
+    client = worker.client("app1")
+    client.create("after-page-one", script("say a"))
+    second = client.runs.ListRuns(pb.rs.ListRunsRequest(page_token=first.next_page_token),
+                                  metadata=client.md, timeout=10)
+    assert [r.run_id for r in second.runs] == newest_first[3:6]
+    worker.kill9()
+    worker.start()
+    client = worker.client("app1")
+    third = client.runs.ListRuns(pb.rs.ListRunsRequest(page_token=second.next_page_token),
+                                 metadata=client.md, timeout=10)
+    assert [r.run_id for r in third.runs] == newest_first[6:] and not third.next_page_token
