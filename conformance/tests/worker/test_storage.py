@@ -195,3 +195,36 @@ def test_damaged_journal_file_exits_with_the_integrity_code(make_worker):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == EXIT_INTEGRITY, proc.stderr
     assert str(journal) in proc.stderr and "damaged" in proc.stderr
+
+
+def test_answers_and_cancels_on_a_full_disk_are_refused_retryably_and_lose_nothing(make_worker):
+    # RespondInteraction and CancelRun write to the journal too. On a full disk each must
+    # fail with the same retryable UNAVAILABLE as CreateRun, leave the interaction open and
+    # the run where it was, and succeed when retried once space is back.
+    _needs_mounts()
+    worker = make_worker(start=False)
+    seed = worker.root / "seed"
+    shutil.copytree(worker.state, seed, symlinks=True)
+    worker.proc = start_on_tmpfs(worker.public, worker.state, seed, "4m", worker.log_path)
+    on_tmpfs = Path(f"/proc/{worker.proc.pid}/root") / worker.state.relative_to("/")
+    c = worker.client("app1")
+    asking = c.create("ask", script("ask Colour? | red | blue", "say chosen")).run.run_id
+    sleeping = c.create("sleep", script("sleep forever")).run.run_id
+    pending = c.wait_status(asking, S.RUN_STATUS_WAITING_FOR_INPUT).pending_interaction
+    before = (c.get(asking), c.wait_status(sleeping, S.RUN_STATUS_RUNNING))
+    answer = pb.rs.RespondInteractionRequest(run_id=asking, interaction_id=pending.interaction_id,
+                                             prompt=pb.rs.PromptAnswer(choice="red"))
+    filler = fill(on_tmpfs)
+    for call in (lambda: c.runs.RespondInteraction(answer, metadata=c.md, timeout=10),
+                 lambda: c.cancel(sleeping)):
+        with pytest.raises(grpc.RpcError) as caught:
+            call()
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE, caught.value.details()
+        assert "out of storage" in caught.value.details()
+    assert (c.get(asking), c.get(sleeping)) == before
+    filler.unlink()
+    c.runs.RespondInteraction(answer, metadata=c.md, timeout=10)
+    assert c.wait_status(asking, S.RUN_STATUS_SUCCEEDED).result.output_text == "chosen"
+    assert c.cancel(sleeping).status in (S.RUN_STATUS_CANCELLING, S.RUN_STATUS_CANCELLED)
+    assert c.wait_status(sleeping, S.RUN_STATUS_CANCELLED).status == S.RUN_STATUS_CANCELLED
+    _expect_nothing_internal(worker.log_path.read_text())
