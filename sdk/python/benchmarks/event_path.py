@@ -31,6 +31,7 @@ import pstats
 import statistics
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import colossus_agent_client as colossus
@@ -107,6 +108,8 @@ class _Connection:
     """Just what ``Watch`` reads of a ``SyncConnection``."""
 
     options = _Options()
+    # No advertised request cap: the watch's size check (C7) passes, as with a worker.
+    server_info = SimpleNamespace(limits=SimpleNamespace(max_request_bytes=0))
 
     def __init__(self, messages: list[bytes], last_sequence: int, cold: int) -> None:
         self._messages = messages
