@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import shutil
 import sqlite3
@@ -20,10 +21,16 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
-from colossus_agent_client.api.v1alpha1 import run_service_pb2_grpc, system_pb2_grpc
+from colossus_agent_client.api.v1alpha1 import (
+    artifacts_pb2,
+    artifacts_pb2_grpc,
+    run_service_pb2_grpc,
+    system_pb2_grpc,
+)
 from storage_env import fill, namespace_prefix, run_read_only, start_on_tmpfs
 
 from colossus_reference_worker.config import Limits, WorkerConfig
@@ -227,4 +234,37 @@ def test_answers_and_cancels_on_a_full_disk_are_refused_retryably_and_lose_nothi
     assert c.wait_status(asking, S.RUN_STATUS_SUCCEEDED).result.output_text == "chosen"
     assert c.cancel(sleeping).status in (S.RUN_STATUS_CANCELLING, S.RUN_STATUS_CANCELLED)
     assert c.wait_status(sleeping, S.RUN_STATUS_CANCELLED).status == S.RUN_STATUS_CANCELLED
+    _expect_nothing_internal(worker.log_path.read_text())
+
+
+def test_an_artifact_upload_on_a_full_disk_is_refused_retryably_and_leaves_nothing(make_worker):
+    # The upload used to fail INTERNAL with a traceback when the disk filled up; it gets
+    # the same retryable UNAVAILABLE as every other write, and no partial file is kept.
+    _needs_mounts()
+    worker = make_worker(start=False)
+    seed = worker.root / "seed"
+    shutil.copytree(worker.state, seed, symlinks=True)
+    worker.proc = start_on_tmpfs(worker.public, worker.state, seed, "4m", worker.log_path)
+    on_tmpfs = Path(f"/proc/{worker.proc.pid}/root") / worker.state.relative_to("/")
+    c = worker.client("app1")
+    stub = artifacts_pb2_grpc.ArtifactServiceStub(c.channel)
+    data = bytes(range(256)) * 1200  # 300 KiB: more than any buffer the disk still takes
+
+    def upload() -> Any:
+        manifest = artifacts_pb2.ArtifactManifest(
+            media_type="application/octet-stream", size_bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(), display_name="blob.bin")
+        parts = [artifacts_pb2.UploadArtifactRequest(manifest=manifest)] + [
+            artifacts_pb2.UploadArtifactRequest(chunk=data[i:i + 65536])
+            for i in range(0, len(data), 65536)]
+        return stub.UploadArtifact(iter(parts), metadata=c.md, timeout=30)
+
+    filler = fill(on_tmpfs)
+    with pytest.raises(grpc.RpcError) as caught:
+        upload()
+    assert caught.value.code() == grpc.StatusCode.UNAVAILABLE, caught.value.details()
+    assert "out of storage" in caught.value.details()
+    assert list((on_tmpfs / "artifacts" / "tmp").iterdir()) == []
+    filler.unlink()
+    assert upload().artifact.size_bytes == len(data)
     _expect_nothing_internal(worker.log_path.read_text())

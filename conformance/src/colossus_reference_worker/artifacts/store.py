@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import errno
 import hashlib
 import os
 import re
@@ -27,10 +28,12 @@ import secrets
 import sqlite3
 import stat
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..errors import StorageFull, StorageUnavailable
 from ..state import StateError
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -41,6 +44,7 @@ _MEDIA_TYPE = re.compile(
 _ARTIFACT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_MEDIA_TYPE = 127
 MAX_DISPLAY_NAME_BYTES = 255
+_SQLITE_FULL = 13  # SQLite's primary result code for a full database or disk
 
 
 class ManifestError(ValueError):
@@ -105,6 +109,25 @@ def check_manifest(
     return Manifest(media_type, size_bytes, sha256, display_name)
 
 
+@contextlib.contextmanager
+def _storage_errors(what: str) -> Iterator[None]:
+    """Turns a failing disk into the worker's storage errors, as the journal does.
+
+    A full disk (or quota) becomes :class:`StorageFull`, any other write failure
+    :class:`StorageUnavailable`: callers get the same retryable UNAVAILABLE as for
+    CreateRun instead of an internal error.
+    """
+    try:
+        yield
+    except OSError as exc:
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        raise (StorageFull if full else StorageUnavailable)(
+            f"{what}: {exc.strerror or exc}") from None
+    except sqlite3.OperationalError as exc:
+        full = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == _SQLITE_FULL
+        raise (StorageFull if full else StorageUnavailable)(f"{what}: {exc}") from None
+
+
 def _new_artifact_id() -> str:
     return "art_" + base64.urlsafe_b64encode(secrets.token_bytes(18)).decode().rstrip("=")
 
@@ -155,7 +178,8 @@ class Upload:
         self._hash = hashlib.sha256()
         self.received = 0
         self._path = store.tmp_dir / f"{secrets.token_hex(16)}.part"
-        fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with _storage_errors("cannot start an artifact upload"):
+            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         self._file: BinaryIO | None = os.fdopen(fd, "wb")
 
     def write(self, chunk: bytes) -> None:
@@ -165,7 +189,12 @@ class Upload:
         if self.received + len(chunk) > self.manifest.size_bytes:
             self.abort()
             raise IntegrityError("more bytes than the declared size")
-        self._file.write(chunk)
+        try:
+            with _storage_errors("cannot store an artifact upload"):
+                self._file.write(chunk)
+        except BaseException:
+            self.abort()
+            raise
         self._hash.update(chunk)
         self.received += len(chunk)
 
@@ -178,23 +207,26 @@ class Upload:
             self.abort()
             raise IntegrityError("received bytes do not match the manifest")
         file, self._file = self._file, None
-        try:
-            file.flush()
-            os.fsync(file.fileno())
-        finally:
-            file.close()
-        try:
-            self._store.adopt_blob(self._path, self.manifest.sha256)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._path)
-        return self._store.insert(self.application_id, self.manifest)
+        with _storage_errors("cannot store an artifact"):
+            try:
+                try:
+                    file.flush()
+                    os.fsync(file.fileno())
+                finally:
+                    with contextlib.suppress(OSError):  # a failed flush fails close too
+                        file.close()
+                self._store.adopt_blob(self._path, self.manifest.sha256)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._path)
+            return self._store.insert(self.application_id, self.manifest)
 
     def abort(self) -> None:
         """Drop everything received so far. Safe to call more than once."""
         file, self._file = self._file, None
         if file is not None:
-            file.close()
+            with contextlib.suppress(OSError):  # unwritten buffered bytes on a full disk
+                file.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path)
 
