@@ -18,6 +18,7 @@ import grpc
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
+from raw_h2 import RawClient, frame
 
 from conftest import expect_error, pb
 
@@ -270,3 +271,31 @@ def test_state_files_are_owner_only(make_worker):
     for path in worker.state.iterdir():
         mode = stat.S_IMODE(os.stat(path).st_mode)
         assert mode & 0o077 == 0, f"{path.name} has mode {oct(mode)}"
+
+
+def test_two_authorization_headers_are_refused_whichever_applications_they_name(make_worker):
+    # W4: a call carries one bearer. With two (a proxy adding its own, say) the worker
+    # must not pick either: acting as the first, or the last, would let one header
+    # decide which application's runs the call sees.
+    worker = make_worker()
+    one, two = worker.bearers["app1"], worker.bearers["app2"]
+    c = worker.client(one)
+    for bearers in ((one, two), (two, one), (one, one)):
+        md = [("authorization", f"Bearer {bearer}") for bearer in bearers]
+        expect_error(lambda md=md: c.system.GetServerInfo(
+            pb.sys.GetServerInfoRequest(), metadata=md, timeout=10),
+            OK.UNAUTHENTICATED, "CREDENTIAL_INVALID")
+        expect_error(lambda md=md: c.runs.CreateRun(pb.rs.CreateRunRequest(
+            idempotency_key="two-headers", input=[pb.runs.InputPart(text="x")]),
+            metadata=md, timeout=10), OK.UNAUTHENTICATED, "CREDENTIAL_INVALID")
+    for app in ("app1", "app2"):
+        client = worker.client(app)
+        assert not client.runs.ListRuns(pb.rs.ListRunsRequest(), metadata=client.md).runs
+    # The same over a bare HTTP/2 connection, where the two are surely separate headers.
+    raw = RawClient(worker.target, worker.pem, one)
+    try:
+        outcome = raw.call("/colossus.api.v1alpha1.SystemService/GetServerInfo", frame(b""),
+                           extra=(("authorization", f"Bearer {two}"),))
+    finally:
+        raw.close()
+    assert outcome.grpc_status == 16 and outcome.error_info()[0] == "CREDENTIAL_INVALID"
