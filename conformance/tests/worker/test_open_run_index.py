@@ -149,3 +149,16 @@ def test_read_only_commands_accept_a_journal_from_before_the_seal(crashed):
     out = cli("journal", "verify", "--state-dir", str(worker.state))
     assert out.returncode == 0, out.stdout + out.stderr
     assert cli("runs", "show", waiting, "--state-dir", str(worker.state)).returncode == 0
+
+
+def test_a_seal_row_removed_while_serving_does_not_break_the_next_run(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.sqlite3", b"k" * 32)
+    try:
+        with journal.transaction():
+            journal.mark_open("run:a", True)
+        journal._db.execute("DELETE FROM open_seal")  # behind the worker's back
+        with journal.transaction():
+            journal.mark_open("run:b", True)  # used to fail on the missing row
+        assert not journal.open_index_intact()  # run:a is no longer accounted for
+    finally:
+        journal.close()

@@ -472,7 +472,10 @@ class Journal:
         else:
             changed = self._sql("DELETE FROM open_streams WHERE stream = ?", (stream,)).rowcount
         if changed:
-            count, digest, _ = self._sql("SELECT count, digest, seal FROM open_seal").fetchone()
+            # A seal row removed behind our back counts as empty: the sum stays wrong,
+            # so the next start-up still finds the index altered and rebuilds it.
+            count, digest = self._sql("SELECT count, digest FROM open_seal").fetchone() or (
+                0, bytes(32))
             self._seal_open_set(count + (1 if is_open else -1),
                                 xor_bytes(bytes(digest), open_member(self._key, stream)))
 
