@@ -245,3 +245,23 @@ def test_sidecar_refuses_daemon_flags(tmp_path):
     side.close_parent_end()
     assert side.wait()[0] == 2
     assert not (tmp_path / "pub" / "endpoint.json").exists()
+
+
+def test_a_state_dir_that_lost_a_secret_is_refused_and_the_log_says_which(tmp_path):
+    # A sidecar restarted on its folder after its verifier key went missing must not
+    # mint a new key (every credential of the folder would fail): it refuses, and the
+    # parent's copy of its log names the missing file, while the reply carries only the code.
+    state = private_dir(tmp_path / "state")
+    first = Sidecar()
+    assert "bearer" in first.send(frame(request(state)))
+    first.close_parent_end()
+    assert first.wait()[0] == 0
+    (state / "verifier-key").unlink()
+    second = Sidecar()
+    reply = second.send(frame(request(state)))
+    assert reply["error"]["code"] == "state_dir_invalid"
+    assert "verifier-key" not in json.dumps(reply)
+    second.close_parent_end()
+    code, err = second.wait()
+    assert code != 0 and str(state / "verifier-key") in err.decode()
+    assert not (state / "verifier-key").exists()

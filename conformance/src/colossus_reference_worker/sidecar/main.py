@@ -134,7 +134,10 @@ async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, ou
     except StateLocked:
         _reply_error(out_fd, "state_locked", "another worker is serving this state_dir")
         return EXIT_LOCKED
-    except StateError:
+    except StateError as exc:
+        # The parent only learns the code; the reason (a missing secret, a bad mode...)
+        # goes to the log, which carries no secret.
+        log.error("sidecar state_dir cannot be used: %s", exc)
         _reply_error(out_fd, "state_dir_invalid", "state_dir cannot be used")
         return EXIT_BOOTSTRAP
     except Exception:
