@@ -64,16 +64,19 @@ def messages(call: Iterable[bytes]) -> Iterator[bytes]:
 
 def _read(rendezvous: Any) -> Iterator[bytes]:
     core, state = rendezvous._call, rendezvous._state
-    condition, due = state.condition, state.due
+    due = state.due
+    # Holding the condition is holding its lock; taking the lock itself skips the
+    # condition's Python-level __enter__/__exit__ (about half the saving per message).
+    lock = getattr(state.condition, "_lock", state.condition)
     while True:
-        with condition:
+        with lock:
             if state.code is not None:  # finished (or cancelled) before this read
                 break
             due.add(_RECEIVE)
             if not core.operate((_receive_operation(_NO_FLAGS),), None):
                 due.remove(_RECEIVE)
                 break
-        message = _next_message(core, state)
+        message = _next_message(core, state, lock)
         if message is None:
             _drain(core, state)
             break
@@ -82,13 +85,13 @@ def _read(rendezvous: Any) -> Iterator[bytes]:
     yield from rendezvous
 
 
-def _next_message(core: Any, state: Any) -> bytes | None:
+def _next_message(core: Any, state: Any, lock: Any) -> bytes | None:
     """Waits for the pending read; other completions are grpcio's to handle meanwhile."""
     while True:
         event = core.next_event()
         operations = event.batch_operations
         if len(operations) == 1 and operations[0].type() == _RECEIVE:
-            with state.condition:
+            with lock:
                 state.due.remove(_RECEIVE)
             message: bytes | None = operations[0].message()
             return message
