@@ -16,7 +16,8 @@
                   application's GetServerInfo (issue 11's stall figure)
     bench_poll_cost  worker CPU time per GetRun poll and per GetServerInfo, in alternating
                   blocks; `-- --before REV` adds the worker of git revision REV, `-- --loops`
-                  compares the worker on uvloop and on asyncio
+                  compares the worker on uvloop and on asyncio, `-- --spacing-ms 10` spaces
+                  the calls as bench_worker's poller does
 """
 
 from __future__ import annotations
