@@ -92,7 +92,31 @@ class Limits:
             raise ValueError(f"limit {name!r} expects {kind}, got {raw!r}") from None
         if not value > 0 or value == float("inf"):
             raise ValueError(f"limit {name!r} must be positive and finite, got {raw!r}")
+        low, high = _BOUNDS.get(attribute, (0, _MAX_SECONDS) if isinstance(current, float)
+                                else (1, _MAX_COUNT))
+        if not low <= value <= high:
+            raise ValueError(f"limit {name!r} must be from {low} to {high}, got {raw!r}")
         setattr(self, attribute, value)
+
+    def check_consistent(self) -> None:
+        """Refuse overrides that contradict each other; raises ``ValueError``."""
+        if self.default_max_turns > self.max_turns:
+            raise ValueError(f"limit 'default_max_turns' ({self.default_max_turns}) must not "
+                             f"exceed 'max_turns' ({self.max_turns})")
+
+
+# What GetServerInfo can advertise: its counts are uint32 (and no gRPC message is longer
+# than 2**32 - 1 bytes, its length prefix being 32 bits); a protobuf Duration ends here.
+_MAX_COUNT = 2**32 - 1
+_MAX_SECONDS = 315_576_000_000
+_BOUNDS: dict[str, tuple[int, int]] = {
+    # The contract rejects max_turns above 100; an override may only lower it.
+    "max_turns": (1, 100),
+    "default_max_turns": (1, 100),
+    # Closing any run may need three events beyond the ordinary budget: the answer that
+    # resolves a pending interaction, CANCELLING, and the terminal event.
+    "reserved_lifecycle_events": (3, _MAX_COUNT),
+}
 
 
 _SAME_NAME = (

@@ -54,6 +54,13 @@ def test_limit_overrides_by_advertised_name_are_advertised(make_worker):
 @pytest.mark.parametrize(("item", "expected"), [
     ("create_rate_burst_typo=1", "unknown limit 'create_rate_burst_typo'"),
     ("max_active_runs=many", "expects an integer, got 'many'"),
+    # Values GetServerInfo cannot carry: it advertised 0 for this one, and every
+    # GetServerInfo failed INTERNAL for the duration.
+    ("max_active_runs=4294967296", "must be from 1 to 4294967295, got '4294967296'"),
+    ("handshake_timeout=1e308", "must be from 0 to 315576000000, got '1e308'"),
+    # The contract refuses max_turns above 100; closing a run needs 3 reserved events.
+    ("max_turns=101", "'max_turns' must be from 1 to 100, got '101'"),
+    ("reserved_lifecycle_events=2", "must be from 3 to 4294967295, got '2'"),
     ("handshake_timeout=-1", "must be positive"),
     ("max_turns", "expects NAME=VALUE"),
 ])
@@ -211,3 +218,21 @@ def test_a_damaged_last_port_file_is_ignored(make_worker, content):
     last_port.write_bytes(content)
     worker.start()
     assert worker.client("app1").create("k", "x").run.run_id
+
+
+def test_a_default_max_turns_above_max_turns_is_refused(tmp_path):
+    public = tmp_path / "pub"
+    out = cli("serve", "--public-api-dir", str(public), "--limit", "max_turns=10")
+    assert out.returncode == 2, out.stderr  # the default (20) would exceed the maximum
+    assert "'default_max_turns' (20) must not exceed 'max_turns' (10)" in out.stderr
+    assert not public.exists()
+
+
+def test_the_largest_values_are_advertised_exactly(make_worker):
+    worker = make_worker("--limit", "max_active_runs=4294967295", "--limit",
+                         "max_connection_age=315576000000", "--limit", "max_turns=100")
+    c = worker.client("app1")
+    limits = c.system.GetServerInfo(pb.sys.GetServerInfoRequest(), metadata=c.md,
+                                    timeout=10).server_info.limits
+    assert limits.max_active_runs == 4294967295 and limits.max_turns == 100
+    assert limits.max_connection_age.seconds == 315576000000

@@ -107,6 +107,10 @@ def parse_limits(items: list[str]) -> Limits:
             limits.override(name, value)
         except ValueError as exc:
             raise UsageError(f"--limit: {exc}") from None
+    try:
+        limits.check_consistent()
+    except ValueError as exc:
+        raise UsageError(f"--limit: {exc}") from None
     return limits
 
 

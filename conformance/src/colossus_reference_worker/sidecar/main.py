@@ -98,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         for item in args.limit or []:
             name, _, value = item.partition("=")
             limits.override(name, value)
+        limits.check_consistent()
     except BootstrapError as exc:
         _reply_error(out_fd, exc.code, exc.message)
         return EXIT_BOOTSTRAP
