@@ -15,7 +15,11 @@ import grpc
 import pytest
 
 import colossus_agent_client as colossus
-from colossus_agent_client._transport._stream_reader import messages, reads_in_place
+from colossus_agent_client._transport._stream_reader import (
+    messages,
+    reads_in_place,
+    verified_grpcio,
+)
 from colossus_agent_client.api.v1alpha1 import run_service_pb2
 from fake_worker import FakeWorker, output_event, terminal_event
 
@@ -34,7 +38,8 @@ def _sequences(encoded: Iterator[bytes]) -> list[int]:
 
 
 def test_the_pinned_grpcio_is_read_in_place(fake: FakeWorker, client: colossus.Client) -> None:
-    # Guards the saving itself: a grpcio whose internals moved would fall back silently.
+    # Guards the saving itself: a grpcio whose internals moved would fall back silently,
+    # and so would a grpcio pin moved past VERIFIED_GRPCIO before this suite ran on it.
     fake.b.events[RUN] = [terminal_event(RUN, 1)]
     call = _open(client)
     assert reads_in_place(call)
@@ -105,3 +110,20 @@ def test_anything_else_is_read_through_its_own_iterator(
     )(run_service_pb2.WatchRunRequest(run_id=RUN), metadata=conn.metadata())
     assert not reads_in_place(decoded)
     assert [r.event.sequence for r in messages(decoded)] == [1]
+
+
+@pytest.mark.parametrize(
+    ("version", "verified"),
+    [
+        ("1.49.1", True),
+        ("1.62.3", True),
+        ("1.85.3", True),
+        ("1.85.0rc1", True),
+        ("1.48.2", False),
+        ("1.86.0", False),
+        ("2.0.0", False),
+        ("dev", False),
+    ],
+)
+def test_only_verified_grpcio_releases_are_read_in_place(version: str, verified: bool) -> None:
+    assert verified_grpcio(version) is verified

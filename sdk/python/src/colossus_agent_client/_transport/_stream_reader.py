@@ -14,8 +14,10 @@ grpcio's iterator, which stops or raises the call's ``RpcError`` just as it woul
 ``cancel()`` from another thread still ends the read (the pending operation completes
 without a message).
 
-These are grpcio internals: they are checked when this module is imported and again for
-each call, and any call that does not match is read through grpcio's public iterator.
+These are grpcio internals, so they are used only on the grpcio releases they were
+verified on (:data:`VERIFIED_GRPCIO`, both ends tested), checked again when this module is
+imported and for each call; any other release or call is read through grpcio's public
+iterator. Moving the bound to a newer grpcio means running this module's tests on it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import grpc
+
+VERIFIED_GRPCIO = ((1, 49), (1, 85))
+"""The first and last grpcio minor releases whose internals this reader was checked on."""
+
+
+def verified_grpcio(version: str) -> bool:
+    """Whether grpcio ``version`` (``"1.85.3"``) lies within :data:`VERIFIED_GRPCIO`."""
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return False
+    return VERIFIED_GRPCIO[0] <= (major, minor) <= VERIFIED_GRPCIO[1]
+
+
 try:
+    if not verified_grpcio(grpc.__version__):
+        raise ImportError("grpcio release not verified for the in-place reader")
     from grpc import _channel as _grpc_channel
     from grpc._cython import cygrpc as _cygrpc  # type: ignore[attr-defined]
 
