@@ -92,10 +92,15 @@ func mapRPCError(ctx context.Context, err error, call callKind, idempotencyKey s
 		st = status.FromContextError(err)
 	}
 	code := st.Code()
-	// A caller's cancellation is reported as such, not as a server fault.
+	cause := err
+	// A caller's cancellation is reported as such, not as a server fault, and keeps the
+	// context's error reachable: errors.Is(err, context.Canceled) holds as in net/http.
 	if ctx != nil && ctx.Err() != nil && (code == codes.Canceled || code == codes.DeadlineExceeded) {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			code = codes.DeadlineExceeded
+		}
+		if !errors.Is(err, ctx.Err()) {
+			cause = errors.Join(err, ctx.Err())
 		}
 	}
 	reason, meta := errorInfo(st)
@@ -120,6 +125,6 @@ func mapRPCError(ctx context.Context, err error, call callKind, idempotencyKey s
 		Reason:         reason,
 		Metadata:       meta,
 		IdempotencyKey: idempotencyKey,
-		cause:          err,
+		cause:          cause,
 	}
 }
