@@ -54,6 +54,8 @@ export interface FakeWorker {
   readonly authorizations: string[];
   readonly watchCursors: number[];
   tlsConnections: number;
+  /** Hanging watch streams that ended because the client cancelled them. */
+  cancelledWatches: number;
   close(): Promise<void>;
 }
 
@@ -103,6 +105,7 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
         if (script.end === "hang") {
           await new Promise<void>((resolve) => {
             context.signal.addEventListener("abort", () => {
+              worker.cancelledWatches += 1;
               resolve();
             });
           });
@@ -127,6 +130,7 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
     authorizations,
     watchCursors,
     tlsConnections: 0,
+    cancelledWatches: 0,
     close: async (): Promise<void> => {
       await new Promise<void>((resolve) => {
         server.close(() => {
