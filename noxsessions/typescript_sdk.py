@@ -101,7 +101,8 @@ def typescript_tests(session: nox.Session) -> None:
     env = _built_with_worker(session)
     tests = sorted(str(p.relative_to(SDK)) for p in (SDK / "build/test").glob("*.test.js"))
     # strict: a rejection nobody handles fails its test file even where a hook is installed.
-    session.run("node", "--unhandled-rejections=strict", "--test", "--test-concurrency=1", *tests, *session.posargs, external=True, env=env)
+    node = ["node", "--unhandled-rejections=strict", "--test", "--test-concurrency=1"]
+    session.run(*node, *tests, *session.posargs, external=True, env=env)
 
 
 @nox.session
