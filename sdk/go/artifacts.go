@@ -48,6 +48,11 @@ func (a *Artifacts) Upload(ctx context.Context, data []byte, mediaType string, o
 	if err != nil {
 		return nil, err
 	}
+	first := &pb.UploadArtifactRequest{Part: &pb.UploadArtifactRequest_Manifest{Manifest: manifest}}
+	// C7: the chunks are cut to fit the cap, but the manifest must fit it as it is.
+	if err := checkSize(first, &s.info); err != nil {
+		return nil, err
+	}
 	chunk := uploadChunkBytes(s.info.Limits)
 	callCtx, cancel := callContext(ctx, a.c.opts, cfg)
 	defer cancel()
@@ -61,7 +66,7 @@ func (a *Artifacts) Upload(ctx context.Context, data []byte, mediaType string, o
 		}
 		return nil
 	}
-	if err := send(&pb.UploadArtifactRequest{Part: &pb.UploadArtifactRequest_Manifest{Manifest: manifest}}); err != nil {
+	if err := send(first); err != nil {
 		return nil, s.mapError(callCtx, err, mutationCall, "")
 	}
 	for off := 0; off < len(data); off += chunk {

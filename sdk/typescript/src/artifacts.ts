@@ -10,7 +10,7 @@ import * as convert from "./convert.js";
 import { ArtifactIntegrityError, ProtocolViolationError, invalidArgument } from "./errors.js";
 import { UploadArtifactRequestSchema, type DownloadArtifactResponse, type UploadArtifactRequest } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import type * as m from "./models.js";
-import { CAP_ARTIFACTS, buildDownload, buildManifest, checkId, requireCapability } from "./requests.js";
+import { CAP_ARTIFACTS, buildDownload, buildManifest, checkId, checkSize, requireCapability } from "./requests.js";
 import type { ConnectionSource } from "./watch.js";
 
 const DEFAULT_CHUNK = 64 * 1024;
@@ -90,10 +90,13 @@ export class Artifacts {
     const connection = await this.source.connection();
     const digest = createHash("sha256").update(data).digest("hex");
     const manifest = buildManifest(connection.serverInfo, data.length, digest, options.mediaType, options.displayName);
+    const first = create(UploadArtifactRequestSchema, { part: { case: "manifest", value: manifest } });
+    // C7: the chunks are cut to fit the cap, but the manifest must fit it as it is.
+    checkSize(UploadArtifactRequestSchema, first, connection.serverInfo);
     const chunk = uploadChunkBytes(connection.serverInfo.limits);
     // eslint-disable-next-line @typescript-eslint/require-await -- connect takes client streams as AsyncIterables
     async function* messages(): AsyncGenerator<UploadArtifactRequest> {
-      yield create(UploadArtifactRequestSchema, { part: { case: "manifest", value: manifest } });
+      yield first;
       for (let offset = 0; offset < data.length; offset += chunk) {
         yield create(UploadArtifactRequestSchema, { part: { case: "chunk", value: data.subarray(offset, offset + chunk) } });
       }

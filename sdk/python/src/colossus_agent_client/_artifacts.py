@@ -60,6 +60,8 @@ def _upload_messages(
     )
     chunk = upload_chunk_bytes(conn.server_info.limits)
     messages = [artifacts_pb2.UploadArtifactRequest(manifest=manifest)]
+    # C7: the chunks are cut to fit the cap, but the manifest must fit it as it is.
+    check_size(messages[0], conn.server_info)
     view = memoryview(data)
     messages.extend(
         artifacts_pb2.UploadArtifactRequest(chunk=bytes(view[i : i + chunk]))

@@ -1,8 +1,8 @@
 """C7 holds for every call, not only for the two that carry caller text.
 
 A worker may advertise a request cap smaller than a read, a watch, a listing, a cancel or a
-download request; the SDK must refuse each locally (``REQUEST_TOO_LARGE``) instead of
-sending it and leaving the cap to the worker.
+download request, or than an upload's manifest; the SDK must refuse each locally
+(``REQUEST_TOO_LARGE``) instead of sending it and leaving the cap to the worker.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ SYNC_CALLS: dict[str, Callable[[colossus.Client], object]] = {
     "ListRuns": lambda c: list(c.runs.list(page_token="t" * 60)),
     "WatchRun": _watch,
     "DownloadArtifact": lambda c: c.artifacts.download("art_" + "a" * 60),
+    # The manifest alone (a 64-digit SHA-256) is over the cap; the chunks would fit.
+    "UploadArtifact": lambda c: c.artifacts.upload(b"0123456789", media_type="text/plain"),
 }
 
 
@@ -66,6 +68,7 @@ ASYNC_CALLS: dict[str, Callable[[colossus.AsyncClient], Awaitable[Any]]] = {
     "ListRuns": _async_list,
     "WatchRun": _async_watch,
     "DownloadArtifact": lambda c: c.artifacts.download("art_" + "a" * 60),
+    "UploadArtifact": lambda c: c.artifacts.upload(b"0123456789", media_type="text/plain"),
 }
 
 
