@@ -17,7 +17,8 @@
     bench_poll_cost  worker CPU time per GetRun poll and per GetServerInfo, in alternating
                   blocks; `-- --before REV` adds the worker of git revision REV, `-- --loops`
                   compares the worker on uvloop and on asyncio, `-- --spacing-ms 10` spaces
-                  the calls as bench_worker's poller does
+                  the calls as bench_worker's poller does, `-- --spacings` compares spaced
+                  calls with calls back to back
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ the worker process (from ``/proc``) barely does. Each worker serves a finished
 (its ``conformance/src`` exported to a temporary folder), the order swapped
 every round. ``--loops`` compares this tree's worker on uvloop and on
 asyncio's loop the same way (``--event-loop`` picks one loop for this tree's
-worker). ``--spacing-ms 10`` pauses between calls as a poller does: a call
+worker). ``--spacing-ms 10`` pauses between calls as a poller does, and
+``--spacings`` compares that with calls back to back in the same rounds: a call
 that wakes an idle worker costs it clearly more CPU than one of a back-to-back
 burst (cold caches, the wake-up itself), and that is the cost a polled
 production pays. Prints medians with their min-max spread, and the ratio of
@@ -108,27 +109,39 @@ def main() -> None:
                         help="event loop of this tree's worker (default: the worker's default)")
     parser.add_argument("--loops", action="store_true",
                         help="this tree's worker on uvloop and on asyncio, alternating")
+    parser.add_argument("--spacings", action="store_true",
+                        help="this tree's calls back to back and --spacing-ms (default 10) "
+                             "apart, alternating (two workers)")
     args = parser.parse_args()
+    if args.spacings and not args.spacing_ms:
+        args.spacing_ms = 10.0
     pause = args.spacing_ms / 1000
-    print(f"calls {'back to back' if not pause else f'{args.spacing_ms:g} ms apart'}")
+    if not args.spacings:
+        print(f"calls {'back to back' if not pause else f'{args.spacing_ms:g} ms apart'}")
     print("load average at start (1, 5, 15 min): "
           + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         base.chmod(0o700)
-        sides: dict[str, tuple[Path | None, tuple[str, ...]]] = {}
+        # Each side: the worker's sources (None: the installed one), its arguments, and
+        # the pause between calls.
+        sides: dict[str, tuple[Path | None, tuple[str, ...], float]] = {}
         if args.loops:
             for loop in ("uvloop", "asyncio"):
-                sides[f"this tree on {loop}"] = (None, ("--event-loop", loop))
+                sides[f"this tree on {loop}"] = (None, ("--event-loop", loop), pause)
+        elif args.spacings:
+            sides["this tree, calls back to back"] = (None, (), 0.0)
+            sides[f"this tree, calls {args.spacing_ms:g} ms apart"] = (None, (), pause)
         elif args.event_loop:
-            sides[f"this tree on {args.event_loop}"] = (None, ("--event-loop", args.event_loop))
+            sides[f"this tree on {args.event_loop}"] = (None, ("--event-loop", args.event_loop),
+                                                        pause)
         else:
-            sides["this tree"] = (None, ())
+            sides["this tree"] = (None, (), pause)
         if args.before:
-            sides[f"before ({args.before})"] = (_export(args.before, base), ())
+            sides[f"before ({args.before})"] = (_export(args.before, base), (), pause)
         workers = {}
         try:
-            for n, (name, (source, extra)) in enumerate(sides.items()):
+            for n, (name, (source, extra, _)) in enumerate(sides.items()):
                 workers[name] = _start(base / f"w{n}", source, extra)
             blocks: dict[tuple[str, str], list[float]] = {}
             for i in range(args.rounds):
@@ -143,10 +156,11 @@ def main() -> None:
                     }
                     for method, call in calls.items():
                         before = cpu_seconds(worker.proc.pid)
+                        gap = sides[name][2]
                         for _ in range(args.calls):
                             call()
-                            if pause:
-                                time.sleep(pause)
+                            if gap:
+                                time.sleep(gap)
                         spent = (cpu_seconds(worker.proc.pid) - before) / args.calls * 1000
                         blocks.setdefault((name, method), []).append(spent)
             for (name, method), ms in blocks.items():
