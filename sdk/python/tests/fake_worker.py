@@ -224,6 +224,7 @@ class FakeWorker(
         self.leaf = leaf or make_leaf()
         self.b = behaviour or Behaviour()
         self.calls: list[tuple[str, Any, dict[str, str]]] = []
+        self.cancelled_watches = 0
         self._lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         system_pb2_grpc.add_SystemServiceServicer_to_server(self, self.server)
@@ -278,6 +279,10 @@ class FakeWorker(
         if queue:
             code, reason = queue.pop(0)
             abort(context, code, reason)
+
+    def _count_cancelled_watch(self) -> None:
+        with self._lock:
+            self.cancelled_watches += 1
 
     def methods(self) -> list[str]:
         return [c[0] for c in self.calls]
@@ -344,6 +349,11 @@ class FakeWorker(
                 for e in self.b.events.get(request.run_id, [])
                 if e.sequence > request.after_sequence
             ]
+        # A stream that holds never ends by itself, so its end is the client's cancellation,
+        # whether it came during the hold or while an event was still being sent.
+        holds = any(step[0] == "hold" for step in script)
+        if holds and not context.add_callback(self._count_cancelled_watch):
+            self._count_cancelled_watch()
         for step in script:
             if step[0] == "event":
                 yield run_service_pb2.WatchRunResponse(event=step[1])
@@ -353,6 +363,12 @@ class FakeWorker(
                 return
             elif step[0] == "stall":
                 time.sleep(step[1])
+            elif step[0] == "hold":
+                # Until the client cancels (or the server stops).
+                ended = threading.Event()
+                if not context.add_callback(ended.set):  # False: the call already ended
+                    ended.set()
+                ended.wait()
 
     def CancelRun(self, request: Any, context: grpc.ServicerContext) -> Any:
         self._record("CancelRun", request, context)

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
@@ -207,7 +208,12 @@ class Watch:
         self._idle_timeout = idle_timeout
         self._call: Any = None
         self._closed = False
-        self._iterator: Iterator[RunEvent] | None = None
+        # The generator refers to this watch, so the watch holds it weakly: a strong
+        # reference back would make a cycle that keeps the call open after a loop is left
+        # with ``break`` until the cycle collector runs. Dropped, the generator closes at
+        # once and its ``finally`` cancels the call. ``__next__`` keeps its own.
+        self._iterator: weakref.ref[Iterator[RunEvent]] | None = None
+        self._next: Iterator[RunEvent] | None = None
 
     @property
     def run_id(self) -> str:
@@ -220,14 +226,18 @@ class Watch:
         return self._core.last_sequence
 
     def __iter__(self) -> Iterator[RunEvent]:
-        """The events; iterating the watch more than once continues the same stream."""
-        if self._iterator is None:
-            self._iterator = self._events()
-        return self._iterator
+        """The events; iterating the watch again continues after the last delivered event."""
+        events = self._iterator() if self._iterator is not None else None
+        if events is None:
+            events = self._events()
+            self._iterator = weakref.ref(events)
+        return events
 
     def __next__(self) -> RunEvent:
         """The next event; raises ``StopIteration`` after the terminal one (see the class)."""
-        return next(iter(self))
+        if self._next is None:
+            self._next = iter(self)
+        return next(self._next)
 
     def __enter__(self) -> Watch:
         """Returns the watch itself; leaving the block closes it."""
@@ -250,11 +260,12 @@ class Watch:
         if call is not None:
             call.cancel()
         iterator = self._iterator
-        if iterator is not None:
+        events = iterator() if iterator is not None else None
+        if events is not None:
             # From another thread the generator may be running; cancelling the call
             # above already makes it return.
             with contextlib.suppress(ValueError):
-                iterator.close()  # type: ignore[attr-defined]
+                events.close()  # type: ignore[attr-defined]
 
     def _start_get_run(self, conn: SyncConnection) -> Any:
         """Sends the closing ``GetRun`` now, once the terminal event was delivered.
@@ -419,7 +430,10 @@ class AsyncWatch:
         self._idle_timeout = idle_timeout
         self._call: Any = None
         self._closed = False
-        self._iterator: AsyncIterator[RunEvent] | None = None
+        # Held weakly for the reason given in Watch: an async generator dropped by a loop
+        # left with ``break`` is then closed by the event loop, which cancels the call.
+        self._iterator: weakref.ref[AsyncIterator[RunEvent]] | None = None
+        self._next: AsyncIterator[RunEvent] | None = None
 
     @property
     def run_id(self) -> str:
@@ -432,14 +446,18 @@ class AsyncWatch:
         return self._core.last_sequence
 
     def __aiter__(self) -> AsyncIterator[RunEvent]:
-        """The events; iterating the watch more than once continues the same stream."""
-        if self._iterator is None:
-            self._iterator = self._events()
-        return self._iterator
+        """The events; iterating the watch again continues after the last delivered event."""
+        events = self._iterator() if self._iterator is not None else None
+        if events is None:
+            events = self._events()
+            self._iterator = weakref.ref(events)
+        return events
 
     async def __anext__(self) -> RunEvent:
         """The next event; raises ``StopAsyncIteration`` after the terminal one."""
-        return await self.__aiter__().__anext__()
+        if self._next is None:
+            self._next = self.__aiter__()
+        return await self._next.__anext__()
 
     async def __aenter__(self) -> AsyncWatch:
         """Returns the watch itself; leaving the block closes it."""
@@ -461,9 +479,10 @@ class AsyncWatch:
         if call is not None:
             call.cancel()
         iterator = self._iterator
-        if iterator is not None:
+        events = iterator() if iterator is not None else None
+        if events is not None:
             with contextlib.suppress(RuntimeError):
-                await iterator.aclose()  # type: ignore[attr-defined]
+                await events.aclose()  # type: ignore[attr-defined]
 
     def _start_get_run(self, conn: AsyncConnection) -> Any:
         """The closing ``GetRun``, sent at the terminal event (see ``Watch._start_get_run``)."""
