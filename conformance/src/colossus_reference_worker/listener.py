@@ -35,30 +35,41 @@ from .stream_limit import refuse_excess_streams
 log = logging.getLogger(__name__)
 
 
-class _CoalescingTransport(asyncio.Transport):
-    """Gathers the writes of one event-loop turn into a single TLS record write.
+# Queued bytes that are written at once rather than at the end of the loop turn.
+FLUSH_AT_BYTES = 64 * 1024
+
+
+class CoalescingTransport(asyncio.Transport):
+    """Gathers the writes of one event-loop turn into a few large TLS writes.
 
     grpclib writes every HTTP/2 frame separately; a watch replay sends
     thousands of small frames in a burst, and one syscall per frame dominated
     its cost. Writes are queued and flushed on the next loop turn, so latency
-    is unchanged.
+    is unchanged, or as soon as ``FLUSH_AT_BYTES`` are queued: a replay whose
+    flow-control window is wide open is encoded in one turn, and the client
+    should be reading its first events while the rest are still encoded.
     """
 
     def __init__(self, inner: asyncio.Transport) -> None:
         super().__init__()
         self._inner = inner
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._loop = asyncio.get_running_loop()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not self._pending:
             self._loop.call_soon(self._flush)
         self._pending.append(bytes(data))
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= FLUSH_AT_BYTES:
+            self._flush()
 
     def _flush(self) -> None:
         if self._pending and not self._inner.is_closing():
             self._inner.write(b"".join(self._pending))
         self._pending.clear()
+        self._pending_bytes = 0
 
     def writelines(self, list_of_data: Any) -> None:
         for data in list_of_data:
@@ -70,6 +81,7 @@ class _CoalescingTransport(asyncio.Transport):
 
     def abort(self) -> None:
         self._pending.clear()
+        self._pending_bytes = 0
         self._inner.abort()
 
     def is_closing(self) -> bool:
@@ -79,7 +91,7 @@ class _CoalescingTransport(asyncio.Transport):
         return self._inner.get_extra_info(name, default)
 
     def get_write_buffer_size(self) -> int:
-        return self._inner.get_write_buffer_size() + sum(map(len, self._pending))
+        return self._inner.get_write_buffer_size() + self._pending_bytes
 
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         self._inner.set_write_buffer_limits(high, low)
@@ -133,7 +145,7 @@ class _AppProxy(asyncio.Protocol):
         if self._peer is not None:
             self._listener.connections.by_peer[self._peer] = self._conn_id
         transport = _as_transport(transport)
-        self._inner.connection_made(_CoalescingTransport(transport))
+        self._inner.connection_made(CoalescingTransport(transport))
         keep_request_headers(self._inner)
         limits = self._listener.limits
         with contextlib.suppress(Exception):
