@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,4 +246,36 @@ func TestCloseEndsAWatchInProgress(t *testing.T) {
 		t.Fatalf("the watch reopened %d times after Close", w.watchCalls-1)
 	}
 	settledGoroutines(t, before)
+}
+
+func TestStartSidecarGivesUpWhenItsContextEndsAndEndsTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	// A worker that starts and never answers the bootstrap request.
+	script := filepath.Join(dir, "silent-worker")
+	body := "#!/bin/sh\necho $$ > " + pidFile + "\nexec sleep 600\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	c, err := StartSidecar(ctx, SidecarOptions{Executable: script, ApplicationID: "go-sidecar-cancel", StartupTimeout: time.Hour})
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("StartSidecar succeeded against a worker that never answered")
+	}
+	if !errors.Is(err, ErrSidecar) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("StartSidecar: %v; want ErrSidecar matching context.DeadlineExceeded", err)
+	}
+	raw, readErr := os.ReadFile(pidFile)
+	if readErr != nil {
+		t.Fatalf("the silent worker never started: %v", readErr)
+	}
+	pid, convErr := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if convErr != nil {
+		t.Fatal(convErr)
+	}
+	if groupAlive(pid) {
+		t.Fatal("the worker's process group outlived the failed start")
+	}
 }

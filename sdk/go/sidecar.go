@@ -250,8 +250,9 @@ func spawnSidecar(ctx context.Context, o SidecarOptions, stateDir string, log *s
 
 func (p *sidecarProcess) bootstrap(ctx context.Context, request []byte, replies *os.File, timeout time.Duration) (*bootstrapReply, error) {
 	deadline := time.Now().Add(timeout)
+	callerDeadline := false
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+		deadline, callerDeadline = d, true
 	}
 	_ = replies.SetReadDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = replies.SetReadDeadline(time.Now()) })
@@ -265,7 +266,13 @@ func (p *sidecarProcess) bootstrap(ctx context.Context, request []byte, replies 
 			return nil, e
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, newError(ErrSidecar, "BOOTSTRAP_TIMEOUT", "the sidecar did not answer in time")
+			e := newError(ErrSidecar, "BOOTSTRAP_TIMEOUT", "the sidecar did not answer in time")
+			// Cut short by the caller's context: errors.Is(err, context.Canceled) holds (the
+			// read deadline can fire a moment before the context's own timer).
+			if e.cause = ctx.Err(); e.cause == nil && callerDeadline {
+				e.cause = context.DeadlineExceeded
+			}
+			return nil, e
 		}
 		return nil, newError(ErrSidecar, "BOOTSTRAP_EOF", "the sidecar closed the bootstrap pipe early")
 	}
