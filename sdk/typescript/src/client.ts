@@ -13,7 +13,7 @@ import type { ConnectionSource } from "./watch.js";
 
 /** Extra options of the two factories. */
 export interface ConnectOptions {
-  /** Cancels connecting. */
+  /** Cancels connecting (and, for a sidecar, starting the worker: it is then stopped). */
   readonly signal?: AbortSignal;
 }
 
@@ -71,12 +71,13 @@ class SidecarSource implements ConnectionSource {
   }
 }
 
-async function connectSidecar(supervisor: SidecarSupervisor, reply: BootstrapReply): Promise<Connection> {
+async function connectSidecar(supervisor: SidecarSupervisor, reply: BootstrapReply, signal?: AbortSignal): Promise<Connection> {
   const options = resolveClientOptions(supervisor.options);
   return openConnection(
     { endpoint: reply.endpoint, certificate: reply.certificate, expectedInstanceId: reply.instanceId, expectedPin: reply.certificate.sha256, expectedMode: "SIDECAR" },
     reply.bearer,
     options,
+    signal,
   );
 }
 
@@ -118,13 +119,13 @@ export class Client implements AsyncDisposable {
   }
 
   /** Starts a private worker, bootstraps it over pipes and connects to it. */
-  static async startSidecar(options: SidecarOptions): Promise<Client> {
+  static async startSidecar(options: SidecarOptions, extra: ConnectOptions = {}): Promise<Client> {
     checkSidecarOptions(options);
     resolveClientOptions(options);
     const supervisor = await SidecarSupervisor.create(options);
     try {
-      const process = await supervisor.start();
-      const connection = await connectSidecar(supervisor, process.reply);
+      const process = await supervisor.start(extra.signal);
+      const connection = await connectSidecar(supervisor, process.reply, extra.signal);
       return new Client(new SidecarSource(supervisor, connection));
     } catch (error) {
       await supervisor.close();

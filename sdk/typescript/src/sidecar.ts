@@ -10,7 +10,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { SidecarError } from "./errors.js";
+import { AbortedError, SidecarError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import {
   DEFAULT_MAX_RESTARTS,
@@ -25,11 +25,16 @@ import { checkPrivateDirectory } from "./transport/owner-only-file.js";
 
 const DEFAULT_SCOPES = ["runs:execute", "runs:read", "runs:control", "prompts:respond"];
 
-function readFrame(stream: Readable, timeoutMs: number): Promise<Buffer> {
+function aborted(): AbortedError {
+  return new AbortedError("starting the sidecar was aborted by the caller", { code: "CANCELLED", reason: "ABORTED" });
+}
+
+function readFrame(stream: Readable, timeoutMs: number, signal?: AbortSignal): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let buffered = Buffer.alloc(0);
     const finish = (error: Error | null, frame?: Buffer): void => {
       clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
       stream.off("data", onData);
       stream.off("end", onEnd);
       stream.off("error", onEnd);
@@ -49,9 +54,13 @@ function readFrame(stream: Readable, timeoutMs: number): Promise<Buffer> {
     const onEnd = (): void => {
       finish(new SidecarError("the sidecar closed the bootstrap pipe before replying", { reason: "BOOTSTRAP_EOF" }));
     };
+    const onAbort = (): void => {
+      finish(aborted());
+    };
     const timer = setTimeout(() => {
       finish(new SidecarError("the sidecar did not answer in time", { reason: "BOOTSTRAP_TIMEOUT" }));
     }, timeoutMs);
+    signal?.addEventListener("abort", onAbort, { once: true });
     stream.on("data", onData);
     stream.once("end", onEnd);
     stream.once("error", onEnd);
@@ -101,7 +110,8 @@ export class SidecarProcess {
     return this.exitedFlag && !this.closing;
   }
 
-  static async spawn(options: SidecarOptions, stateDir: string): Promise<SidecarProcess> {
+  static async spawn(options: SidecarOptions, stateDir: string, signal?: AbortSignal): Promise<SidecarProcess> {
+    if (signal?.aborted === true) throw aborted();
     const argv = [...(options.extraArgs ?? []), "--sidecar", "--bootstrap-in-fd", "3", "--bootstrap-out-fd", "4"];
     const request = encodeRequest({
       stateDir,
@@ -132,7 +142,7 @@ export class SidecarProcess {
     const output = child.stdio[4] as Readable;
     try {
       input.write(request);
-      const reply = parseReply(await readFrame(output, options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS));
+      const reply = parseReply(await readFrame(output, options.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS, signal));
       output.destroy();
       return new SidecarProcess(child, input, reply, options.logger);
     } catch (error) {
@@ -190,8 +200,9 @@ export class SidecarSupervisor {
     return new SidecarSupervisor(options, options.stateDir, false);
   }
 
-  async start(): Promise<SidecarProcess> {
-    this.process = await SidecarProcess.spawn(this.options, this.stateDir);
+  /** Starts the worker; `signal` cuts the bootstrap short (the group is then killed). */
+  async start(signal?: AbortSignal): Promise<SidecarProcess> {
+    this.process = await SidecarProcess.spawn(this.options, this.stateDir, signal);
     return this.process;
   }
 

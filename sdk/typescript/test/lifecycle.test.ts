@@ -36,9 +36,18 @@ async function connect(behaviour: FakeBehaviour): Promise<{ client: Client; work
   return { client, worker };
 }
 
-/** Waits until the worker saw `count` watch streams cancelled (no wall-clock verdict). */
+/** Polls `condition`; the generous limit only turns a hang into a failure, never a verdict on speed. */
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) assert.fail(`still waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Waits until the worker saw `count` watch streams cancelled. */
 async function cancelledOnWorker(worker: FakeWorker, count: number): Promise<void> {
-  while (worker.cancelledWatches < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  await until(() => worker.cancelledWatches >= count, "the worker to see the watch cancelled");
 }
 
 async function firstEventThen(watch: Watch, action: () => void): Promise<unknown> {
@@ -97,6 +106,38 @@ describe("a caller's signal on unary calls", () => {
     );
     const options = { publicApiDir: worker.dir, expectedInstanceId: INSTANCE_ID, expectedCertificateSha256: worker.pin, credentials: new InMemoryCredentialProvider(BEARER) };
     await assert.rejects(Client.connect(options, { signal }), AbortedError);
+  });
+});
+
+/** True while any process of the group led by `pid` is alive. */
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("starting a sidecar", () => {
+  it("a caller's signal cuts the bootstrap short with AbortedError and ends the worker's group", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "colossus-ts-silent-"));
+    try {
+      const pidFile = path.join(dir, "pid");
+      // A worker that starts and never answers the bootstrap request.
+      const executable = path.join(dir, "silent-worker");
+      await fs.writeFile(executable, `#!/bin/sh\necho $$ > ${pidFile}\nexec sleep 600\n`, { mode: 0o700 });
+      const controller = new AbortController();
+      const starting = Client.startSidecar({ executable, applicationId: "ts-sidecar-abort", startupTimeoutMs: 3_600_000 }, { signal: controller.signal });
+      let pid = 0;
+      await until(async () => (pid = Number((await fs.readFile(pidFile, "utf8").catch(() => "0")).trim())) > 0, "the worker to start");
+      controller.abort();
+      await assert.rejects(starting, AbortedError);
+      await until(() => !groupAlive(pid), "the worker's process group to end");
+      await assert.rejects(Client.startSidecar({ executable, applicationId: "ts-sidecar-abort" }, { signal: AbortSignal.abort() }), AbortedError);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
