@@ -104,8 +104,9 @@ class ReferenceWorker:
         argv = [self.executable, "--public-api-dir", str(self.api_dir), *extra]
         if fault_control:
             argv += ["--fault-control-socket", str(self.control_path)]
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the process
-        self.process = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        # The worker gets its own copy of the descriptor; ours is closed at once.
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if (self.api_dir / "endpoint.json").exists() and (
