@@ -47,8 +47,10 @@ def _install(session: nox.Session, *, worker: bool) -> None:
 def python_sdk_tests(session: nox.Session) -> None:
     """Unit and integration tests; a skipped integration test prints its reason (-ra)."""
     _install(session, worker=True)
+    # An unclosed file, socket or channel anywhere in the run fails it.
+    strict = ["-W", "error::ResourceWarning", "-W", "error::pytest.PytestUnraisableExceptionWarning"]
     session.run(
-        "pytest", "-p", "no:cacheprovider", "-ra", "-q", str(SDK / "tests"),
+        "pytest", "-p", "no:cacheprovider", "-ra", "-q", *strict, str(SDK / "tests"),
         "--rootdir", str(SDK), "--ignore", str(SDK / "tests/test_examples.py"), *session.posargs,
         env=REQUIRE_WORKER,
     )
