@@ -17,9 +17,9 @@ func readOwnerOnlyFile(path string, limit int64, sentinel error) ([]byte, error)
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, newError(sentinel, ReasonFieldInvalid, "%s does not exist", name).withMeta("field", name)
+			return nil, withCause(newError(sentinel, ReasonFieldInvalid, "%s does not exist", name).withMeta("field", name), err)
 		}
-		return nil, newError(sentinel, ReasonFieldInvalid, "%s cannot be opened (or is a symbolic link)", name).withMeta("field", name)
+		return nil, withCause(newError(sentinel, ReasonFieldInvalid, "%s cannot be opened (or is a symbolic link)", name).withMeta("field", name), err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
@@ -52,7 +52,7 @@ func readOwnerOnlyFile(path string, limit int64, sentinel error) ([]byte, error)
 func checkPrivateDir(dir string, sentinel error, what string) error {
 	info, err := os.Lstat(dir)
 	if err != nil {
-		return newError(sentinel, ReasonFieldInvalid, "%s does not exist", what)
+		return withCause(newError(sentinel, ReasonFieldInvalid, "%s does not exist", what), err)
 	}
 	if !info.IsDir() {
 		return newError(sentinel, ReasonFieldInvalid, "%s is not a directory", what)
@@ -64,4 +64,11 @@ func checkPrivateDir(dir string, sentinel error, what string) error {
 		return newError(sentinel, ReasonFieldInvalid, "%s is open to others (mode must be 0700)", what)
 	}
 	return nil
+}
+
+// withCause keeps the I/O error under e, so errors.Is(err, fs.ErrNotExist) and
+// errors.Is(err, fs.ErrPermission) work on the SDK's error (paths are not secret).
+func withCause(e *Error, cause error) *Error {
+	e.cause = cause
+	return e
 }

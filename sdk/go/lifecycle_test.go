@@ -3,6 +3,7 @@ package colossus
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -277,5 +278,24 @@ func TestStartSidecarGivesUpWhenItsContextEndsAndEndsTheGroup(t *testing.T) {
 	}
 	if groupAlive(pid) {
 		t.Fatal("the worker's process group outlived the failed start")
+	}
+}
+
+func TestAMissingDiscoveryFolderMatchesFsErrNotExist(t *testing.T) {
+	cert := newCert(t, false)
+	w := startFakeWorker(t, cert, genuineTLS(cert), "")
+	opts := w.options(t, nil)
+	opts.PublicAPIDir = filepath.Join(t.TempDir(), "not-installed")
+	_, err := Connect(context.Background(), opts)
+	if !errors.Is(err, ErrDescriptor) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Connect: %v; want ErrDescriptor matching fs.ErrNotExist", err)
+	}
+	opts = w.options(t, nil)
+	if err := os.Remove(filepath.Join(opts.PublicAPIDir, endpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(context.Background(), opts)
+	if !errors.Is(err, ErrDescriptor) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Connect without endpoint.json: %v; want ErrDescriptor matching fs.ErrNotExist", err)
 	}
 }
