@@ -38,6 +38,15 @@ async def read_frame(stream: Stream[Any, Any], max_bytes: int) -> bytes | None:
     if not meta:
         return None
     compressed, length = struct.unpack(">?I", meta)
+    _check_prefix(compressed, length, max_bytes)
+    data = await _recv(raw, length)
+    if len(data) != length:
+        raise _truncated()
+    return data
+
+
+def _check_prefix(compressed: bool, length: int, max_bytes: int) -> None:
+    """Refuses a frame by its 5-byte prefix: compressed, or longer than ``max_bytes``."""
     if compressed:
         raise ApiError(Status.UNIMPLEMENTED, "FIELD_INVALID", "compressed messages are not supported",
                        {"field": "request"})
@@ -46,10 +55,6 @@ async def read_frame(stream: Stream[Any, Any], max_bytes: int) -> bytes | None:
             Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
             f"the request exceeds {max_bytes} bytes", {"limit": "max_request_bytes"},
         )
-    data = await _recv(raw, length)
-    if len(data) != length:
-        raise _truncated()
-    return data
 
 
 async def _recv(raw: Any, size: int) -> bytes:
@@ -160,14 +165,7 @@ def _split_frame(data: bytes, max_bytes: int) -> tuple[bytes | None, bytes]:
     if len(data) < 5:
         raise _truncated()
     compressed, length = struct.unpack_from(">?I", data)
-    if compressed:
-        raise ApiError(Status.UNIMPLEMENTED, "FIELD_INVALID", "compressed messages are not supported",
-                       {"field": "request"})
-    if length > max_bytes:
-        raise ApiError(
-            Status.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE",
-            f"the request exceeds {max_bytes} bytes", {"limit": "max_request_bytes"},
-        )
+    _check_prefix(compressed, length, max_bytes)
     end = 5 + length
     if len(data) < end:
         raise _truncated()
