@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import weakref
 from collections.abc import Awaitable, Generator
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +26,7 @@ from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._runs import AsyncRuns, Runs
 from ._sidecar import BootstrapReply, SidecarSupervisor
 from ._transport._descriptor import discover
+from ._watch import AsyncWatch
 
 
 def _daemon_target(options: DaemonOptions) -> Target:
@@ -116,9 +118,17 @@ class _SyncSidecarBackend:
             self._supervisor.close()
 
 
+async def _close_watches(watches: weakref.WeakSet[AsyncWatch]) -> None:
+    """Closes the watches still open: a suspended one would otherwise keep its cancelled
+    call, and with it grpc.aio's poller thread, until the caller dropped it."""
+    for watch in list(watches):
+        await watch.close()
+
+
 class _AsyncDaemonBackend:
     def __init__(self, connection: AsyncConnection) -> None:
         self._connection: AsyncConnection | None = connection
+        self.watches: weakref.WeakSet[AsyncWatch] = weakref.WeakSet()
 
     async def connection(self) -> AsyncConnection:
         if self._connection is None:
@@ -128,6 +138,7 @@ class _AsyncDaemonBackend:
     async def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
+            await _close_watches(self.watches)
             await connection.close()
 
 
@@ -141,6 +152,7 @@ class _AsyncSidecarBackend:
         self._closed = False
         self._reconnect = False
         self._connection = connection
+        self.watches: weakref.WeakSet[AsyncWatch] = weakref.WeakSet()
 
     @classmethod
     async def start(cls, options: SidecarOptions) -> _AsyncSidecarBackend:
@@ -177,6 +189,7 @@ class _AsyncSidecarBackend:
         if self._closed:
             return
         self._closed = True
+        await _close_watches(self.watches)
         await self._connection.close()
         await asyncio.to_thread(self._supervisor.close)
 
@@ -222,6 +235,10 @@ class _AsyncOverride:
     @property
     def _connection(self) -> AsyncConnection | None:
         return cast("AsyncConnection | None", self._inner._connection)
+
+    @property
+    def watches(self) -> weakref.WeakSet[AsyncWatch]:
+        return cast("weakref.WeakSet[AsyncWatch]", self._inner.watches)
 
     async def connection(self) -> AsyncConnection:
         conn = await self._inner.connection()

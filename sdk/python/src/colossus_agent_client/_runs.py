@@ -568,7 +568,7 @@ class AsyncRuns:
         retry: RetryPolicy | None = None,
     ) -> AsyncWatch:
         """See :meth:`Runs.watch`: ``async with client.runs.watch(id) as w: async for ...``."""
-        return AsyncWatch(
+        watch = AsyncWatch(
             self._backend,
             check_id(run_id, "run_id"),
             after_sequence=_check_after_sequence(after_sequence),
@@ -576,6 +576,11 @@ class AsyncRuns:
             on_reconnect=on_reconnect,
             idle_timeout=idle_timeout,
         )
+        # The client's backend closes the watches still open when the client closes.
+        open_watches = getattr(self._backend, "watches", None)
+        if open_watches is not None:
+            open_watches.add(watch)
+        return watch
 
     async def cancel(self, run_id: str, *, timeout: float | None = DEFAULT) -> m.Run:
         """See :meth:`Runs.cancel`."""

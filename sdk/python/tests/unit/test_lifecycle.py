@@ -151,11 +151,11 @@ async def test_async_with_stops_every_client_thread_and_close_twice_is_safe(
         assert (await watch.__anext__()).sequence == 1
     await client.close()
     await asyncio.to_thread(_cancelled, fake)
-    # A watch still held after its client closed keeps grpc.aio's poller thread (through
-    # its cancelled call) until the watch is closed or dropped.
-    await watch.close()
     await asyncio.to_thread(
         _wait_for, lambda: not _client_threads(before), lambda: f"{_client_threads(before)} to end"
     )
     with pytest.raises(colossus.ClientClosedError):
         await client.runs.get(RUN)
+    # The watch still held was closed with its client: it ends instead of waiting.
+    with pytest.raises(StopAsyncIteration):
+        await watch.__anext__()
