@@ -372,6 +372,9 @@ class Watch:
                     if self._closed:
                         return
                     error = from_rpc_error(exc)
+                    if error.code is grpc.StatusCode.CANCELLED:
+                        # Cancelled by the client's close: connection() raises ClientClosedError.
+                        self._backend.connection()
                     if not is_retryable_code(error.code):
                         raise error from None
                     self._pause(core.on_retryable_failure(), error)

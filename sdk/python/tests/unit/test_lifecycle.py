@@ -159,3 +159,18 @@ async def test_async_with_stops_every_client_thread_and_close_twice_is_safe(
     # The watch still held was closed with its client: it ends instead of waiting.
     with pytest.raises(StopAsyncIteration):
         await watch.__anext__()
+
+
+def test_closing_the_client_ends_a_blocked_watch_with_client_closed_error(
+    fake: FakeWorker, options: colossus.DaemonOptions
+) -> None:
+    _hold_after_one_event(fake)
+    client = colossus.Client.connect(options)
+    watch = client.runs.watch(RUN)
+    assert next(watch).sequence == 1
+    closer = threading.Timer(0.2, client.close)  # while the next line waits for an event
+    closer.start()
+    with pytest.raises(colossus.ClientClosedError):
+        next(watch)
+    closer.join()
+    _cancelled(fake)
