@@ -37,6 +37,10 @@ def test_echo_run_succeeds_and_watch_replays_from_cursor(shared_worker):
     assert [e.sequence for e in tail] == list(range(2, len(events) + 1))
     assert tail == events[1:]  # same sequence, same content
     assert c.watch(run.run_id, after=len(events)) == []
+    # Past a finished run's last event nothing can ever come: refused, naming the field.
+    metadata = expect_error(lambda: c.watch(run.run_id, after=len(events) + 1),
+                            OK.INVALID_ARGUMENT, "FIELD_INVALID")
+    assert metadata == {"field": "after_sequence"}
 
 
 def test_idempotent_replay_conflict_and_fingerprint(shared_worker):

@@ -246,11 +246,20 @@ class RunEngine:
 
     # --- WatchRun -----------------------------------------------------------------------------------
 
-    def open_watch(self, principal: Principal, run_id: str) -> None:
-        """Check visibility and take a watch slot; pair with :meth:`close_watch`."""
+    def open_watch(self, principal: Principal, run_id: str, after_sequence: int) -> None:
+        """Check visibility and the cursor, then take a watch slot; pair with :meth:`close_watch`.
+
+        On a live run a cursor ahead of its last event waits for later events. On a
+        finished run no such event can ever come: the call is refused naming the field,
+        instead of closing as if the stream were complete.
+        """
         if self.closing:
             raise unavailable()
-        self._owned_tail(principal, run_id)
+        state = self._owned_tail(principal, run_id).state
+        last = state["last_sequence"]
+        if after_sequence > last and state["status"] in TERMINAL:
+            raise invalid("after_sequence", f"after_sequence {after_sequence} is past the "
+                                            f"finished run's last event ({last})")
         self.watches.acquire(principal.application_id)
 
     def close_watch(self, principal: Principal) -> None:

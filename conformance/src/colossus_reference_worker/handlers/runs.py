@@ -79,7 +79,7 @@ class RunService:
 
     async def _watch(self, principal: Principal, req: WatchRunRequest
                      ) -> AsyncIterator[WatchRunResponse | bytes]:
-        self._engine.open_watch(principal, req.run_id)
+        self._engine.open_watch(principal, req.run_id, req.after_sequence)
         try:
             ctx = WatchContext(next(self._watch_calls), principal.application_id, req.run_id,
                                req.after_sequence)

@@ -501,7 +501,9 @@ type WatchRunRequest struct {
 	// The run to watch.
 	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	// Exclusive cursor: only events with a larger sequence are sent. 0 sends
-	// the whole history.
+	// the whole history. On a live run, a cursor past its last event waits for
+	// later events; on a finished run it is refused with `INVALID_ARGUMENT` /
+	// `FIELD_INVALID` naming `after_sequence`, since no such event can come.
 	AfterSequence uint64 `protobuf:"varint,2,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -301,7 +301,9 @@ class WatchRunRequest(_message.Message):
     """The run to watch."""
     after_sequence: _builtins.int
     """Exclusive cursor: only events with a larger sequence are sent. 0 sends
-    the whole history.
+    the whole history. On a live run, a cursor past its last event waits for
+    later events; on a finished run it is refused with `INVALID_ARGUMENT` /
+    `FIELD_INVALID` naming `after_sequence`, since no such event can come.
     """
     def __init__(
         self,

@@ -2421,7 +2421,9 @@ class WatchRunRequest(betterproto2.Message):
     after_sequence: "int" = betterproto2.field(2, betterproto2.TYPE_UINT64)
     """
     Exclusive cursor: only events with a larger sequence are sent. 0 sends
-    the whole history.
+    the whole history. On a live run, a cursor past its last event waits for
+    later events; on a finished run it is refused with `INVALID_ARGUMENT` /
+    `FIELD_INVALID` naming `after_sequence`, since no such event can come.
     """
 
 

@@ -272,7 +272,9 @@ export type WatchRunRequest = Message<"colossus.api.v1alpha1.WatchRunRequest"> &
 
   /**
    * Exclusive cursor: only events with a larger sequence are sent. 0 sends
-   * the whole history.
+   * the whole history. On a live run, a cursor past its last event waits for
+   * later events; on a finished run it is refused with `INVALID_ARGUMENT` /
+   * `FIELD_INVALID` naming `after_sequence`, since no such event can come.
    *
    * @generated from field: uint64 after_sequence = 2;
    */
