@@ -97,12 +97,19 @@ def test_ctrl_c_during_a_blocking_watch_cancels_the_call(
         time.sleep(0.2)  # the main thread is now blocked waiting for the next event
         signal.pthread_kill(main, signal.SIGINT)
 
-    interrupter = threading.Thread(target=interrupt_once_blocked)
-    interrupter.start()
-    with pytest.raises(KeyboardInterrupt):
-        for event in client.runs.watch(RUN):
-            seen.append(event.sequence)
-    interrupter.join()
+    # A process started in the background by a non-interactive shell (CI lanes, nohup)
+    # inherits SIGINT ignored, and Python then leaves it ignored: the watch would never
+    # be interrupted. Ctrl-C in a terminal runs Python's default handler; so does this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        interrupter = threading.Thread(target=interrupt_once_blocked)
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            for event in client.runs.watch(RUN):
+                seen.append(event.sequence)
+        interrupter.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert seen == [1]
     _cancelled(fake)
 
