@@ -93,16 +93,23 @@ def test_the_seal_follows_members_coming_and_going(tmp_path: Path) -> None:
         journal.close()
 
 
-def test_a_journal_from_before_the_seal_is_sealed_as_found(tmp_path: Path) -> None:
+def _one_open_run_then(tmp_path: Path, *statements: str) -> Path:
+    """A stopped journal with one open run, then ``statements`` run on its file by hand."""
     path = tmp_path / "journal.sqlite3"
     journal = Journal(path, b"k" * 32)
     with journal.transaction():
         journal.mark_open("run:a", True)
     journal.close()
     db = sqlite3.connect(path)
-    db.execute("DROP TABLE open_seal")
+    for statement in statements:
+        db.execute(statement)
     db.commit()
     db.close()
+    return path
+
+
+def test_a_journal_from_before_the_seal_is_sealed_as_found(tmp_path: Path) -> None:
+    path = _one_open_run_then(tmp_path, "DROP TABLE open_seal")
     journal = Journal(path, b"k" * 32)
     try:
         assert journal.open_index_intact()
@@ -113,16 +120,7 @@ def test_a_journal_from_before_the_seal_is_sealed_as_found(tmp_path: Path) -> No
 
 def test_a_removed_seal_row_is_not_taken_for_a_journal_from_before_the_seal(
         tmp_path: Path) -> None:
-    path = tmp_path / "journal.sqlite3"
-    journal = Journal(path, b"k" * 32)
-    with journal.transaction():
-        journal.mark_open("run:a", True)
-    journal.close()
-    db = sqlite3.connect(path)
-    db.execute("DELETE FROM open_seal")
-    db.execute("DELETE FROM open_streams")
-    db.commit()
-    db.close()
+    path = _one_open_run_then(tmp_path, "DELETE FROM open_seal", "DELETE FROM open_streams")
     journal = Journal(path, b"k" * 32)
     try:
         assert not journal.open_index_intact()  # the start-up rebuild follows
