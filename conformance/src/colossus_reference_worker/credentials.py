@@ -218,8 +218,11 @@ class CredentialBook:
 
 
     def _verify(self, authorization: str) -> Credential:
+        # RFC 7235: the scheme name is case-insensitive; RFC 6750 allows one or more
+        # spaces after it. The bearer itself must be exact.
         scheme, _, bearer = authorization.partition(" ")
-        if scheme != "Bearer" or not _BEARER_GRAMMAR.fullmatch(bearer):
+        bearer = bearer.lstrip(" ")
+        if scheme.lower() != "bearer" or not _BEARER_GRAMMAR.fullmatch(bearer):
             raise _invalid()
         verifier = self._verifier(bearer)
         cred = self._by_verifier.get(verifier)

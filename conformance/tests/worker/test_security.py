@@ -153,6 +153,26 @@ def test_authentication_failures(make_worker):
     assert meta == {"scope": "runs:execute"}
 
 
+def test_the_scheme_name_is_matched_without_regard_to_case(make_worker):
+    """RFC 7235 makes the auth-scheme case-insensitive (and RFC 6750 allows several spaces
+    after it); only the bearer itself is exact."""
+    worker = make_worker()
+    bearer = worker.bearers["app1"]
+    c = worker.client(bearer)
+
+    def info(value):
+        return lambda: c.system.GetServerInfo(pb.sys.GetServerInfoRequest(),
+                                              metadata=[("authorization", value)])
+
+    for value in (f"bearer {bearer}", f"BEARER {bearer}", f"bEaReR {bearer}",
+                  f"Bearer  {bearer}"):
+        assert info(value)().server_info.instance_id
+    # (grpcio itself refuses to send a tab or a trailing space in a header value.)
+    for value in (f"Bearer{bearer}", f"Bearer {bearer.lower()}", f"Basic {bearer}",
+                  f"Bearer {bearer}x", "Bearer", "Bearer "):
+        expect_error(info(value), OK.UNAUTHENTICATED, "CREDENTIAL_INVALID")
+
+
 def _enroll_cli(worker, *extra):
     read_fd, write_fd = os.pipe()
     out = subprocess.run(
