@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -27,7 +26,7 @@ from ._connection import (
     retry_sync,
 )
 from ._errors import ArtifactIntegrityError, ProtocolViolationError
-from ._requests import CAP_ARTIFACTS, check_id, check_manifest, check_size, require_capability
+from ._requests import CAP_ARTIFACTS, check_id, check_manifest, require_capability
 from ._transport._first_status import FirstStatus
 from ._watch import AsyncBackend, SyncBackend
 from .api.v1alpha1 import artifacts_pb2
@@ -59,9 +58,9 @@ def _upload_messages(
         display_name=display_name,
     )
     chunk = upload_chunk_bytes(conn.server_info.limits)
+    # The chunks are cut to fit the request cap; the manifest, like every message, is
+    # checked against it where requests leave (_request_cap.py).
     messages = [artifacts_pb2.UploadArtifactRequest(manifest=manifest)]
-    # C7: the chunks are cut to fit the cap, but the manifest must fit it as it is.
-    check_size(messages[0], conn.server_info)
     view = memoryview(data)
     messages.extend(
         artifacts_pb2.UploadArtifactRequest(chunk=bytes(view[i : i + chunk]))
@@ -223,7 +222,6 @@ class Artifacts:
             conn = self._backend.connection()
             require_capability(conn.server_info, CAP_ARTIFACTS, "an artifact download")
             request = artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id)
-            check_size(request, conn.server_info)
             verifier = DownloadVerifier(artifact_id, conn.server_info.limits.max_artifact_bytes)
             stream: Any = conn.artifacts.DownloadArtifact(
                 request,
@@ -271,14 +269,9 @@ class AsyncArtifacts:
         """See :meth:`Artifacts.upload`."""
         conn = await self._backend.connection()
         digest, messages = _upload_messages(conn, _as_bytes(data), media_type, display_name)
-
-        async def requests() -> AsyncIterator[artifacts_pb2.UploadArtifactRequest]:
-            for message in messages:
-                yield message
-
         refused_before = conn.trust_refusal()
         call = conn.artifacts.UploadArtifact(
-            requests(), timeout=conn.timeout(timeout), metadata=conn.metadata()
+            iter(messages), timeout=conn.timeout(timeout), metadata=conn.metadata()
         )
         # A refusal while chunks are still being written reaches the caller as the
         # worker's answer, not as grpc.aio's INTERNAL (see _first_status).
@@ -299,7 +292,6 @@ class AsyncArtifacts:
             conn = await self._backend.connection()
             require_capability(conn.server_info, CAP_ARTIFACTS, "an artifact download")
             request = artifacts_pb2.DownloadArtifactRequest(artifact_id=artifact_id)
-            check_size(request, conn.server_info)
             verifier = DownloadVerifier(artifact_id, conn.server_info.limits.max_artifact_bytes)
             call: Any = conn.artifacts.DownloadArtifact(
                 request,

@@ -46,6 +46,7 @@ from ._errors import (
 )
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, RetryPolicy
+from ._request_cap import RequestCap, capped, capped_async
 from ._transport import _channel
 from ._transport._bearer import Bearer, CallMetadata
 from ._transport._certificate import LeafCertificate
@@ -126,7 +127,10 @@ class Session:
     ) -> None:
         self.target = target
         self.options = options
-        self.server_info = info
+        # C7: every stub of the connection is made over CappedChannel(channel, request_cap),
+        # which reads the cap from here, so it follows the current ServerInfo.
+        self.request_cap = RequestCap(info)
+        self._server_info = info
         self.relay = relay
         if relay is not None:
             # A client dropped without close() still stops its relay thread and removes
@@ -135,6 +139,15 @@ class Session:
         # Only the redacting Bearer is kept; the header pair is built per call (see
         # CallMetadata), so no attribute or local of the SDK holds the raw header.
         self._bearer = bearer
+
+    @property
+    def server_info(self) -> ServerInfo:
+        return self._server_info
+
+    @server_info.setter
+    def server_info(self, info: ServerInfo) -> None:
+        self._server_info = info
+        self.request_cap.info = info
 
     def metadata(self) -> _channel.Metadata:
         return call_metadata(self._bearer, self.options.trace_context)
@@ -189,7 +202,7 @@ def _caps(options: ClientOptions, info: ServerInfo | None) -> tuple[int, int]:
 
     Before ``GetServerInfo`` both are the client's own response cap. Afterwards only a
     narrower advertised response cap changes them (and so needs a new channel): the
-    worker's request cap is enforced before sending by ``check_size`` and the upload
+    worker's request cap is enforced before sending by ``CappedChannel`` and the upload
     chunking, so the channel's send cap is just a backstop and a different advertised
     request cap is no reason to build a second channel.
     """
@@ -216,13 +229,15 @@ class SyncConnection(Session):
     ) -> None:
         super().__init__(target, bearer, options, info, relay)
         self.channel = channel
-        self.system = system_pb2_grpc.SystemServiceStub(channel)
-        self.runs = run_service_pb2_grpc.RunServiceStub(channel)
-        self.artifacts = artifacts_pb2_grpc.ArtifactServiceStub(channel)
+        # Every request of this connection goes out through `checked` (C7, _request_cap.py).
+        checked = capped(channel, self.request_cap)
+        self.system = system_pb2_grpc.SystemServiceStub(checked)
+        self.runs = run_service_pb2_grpc.RunServiceStub(checked)
+        self.artifacts = artifacts_pb2_grpc.ArtifactServiceStub(checked)
         # The watch reads each event as it came off the wire (no response deserializer):
         # it keeps those bytes for replay comparison, sizes its window by them, and
         # decodes each message itself.
-        self.watch_run_encoded = channel.unary_stream(
+        self.watch_run_encoded = checked.unary_stream(
             WATCH_RUN_METHOD,
             request_serializer=run_service_pb2.WatchRunRequest.SerializeToString,
             response_deserializer=None,
@@ -232,7 +247,7 @@ class SyncConnection(Session):
         # at once and the watch reads the answer on its own thread. A unary ``future()``
         # would start a grpcio polling thread for the call, which under load delayed the
         # request by several milliseconds after the terminal event.
-        self.get_run_in_place = channel.unary_stream(
+        self.get_run_in_place = checked.unary_stream(
             GET_RUN_METHOD,
             request_serializer=run_service_pb2.GetRunRequest.SerializeToString,
             response_deserializer=run_service_pb2.GetRunResponse.FromString,
@@ -294,7 +309,8 @@ def _get_server_info_sync(
     policy: RetryPolicy,
     refusal: Callable[[], TrustError | None],
 ) -> ServerInfo:
-    stub = system_pb2_grpc.SystemServiceStub(channel)
+    # Through the choke point too, with no cap: none is advertised before this answer.
+    stub = system_pb2_grpc.SystemServiceStub(capped(channel, RequestCap()))
 
     def attempt() -> ServerInfo:
         response = stub.GetServerInfo(
@@ -419,6 +435,8 @@ def call_mutation_sync(
         return method(request, timeout=timeout, metadata=session.metadata())
     except grpc.RpcError as exc:
         raise mutation_error(exc, session, refused_before, idempotency_key) from None
+    except ColossusError as exc:  # refused before sending (C7): nothing happened
+        raise keyed(exc, idempotency_key) from None
 
 
 # --- async ------------------------------------------------------------------------------
@@ -438,11 +456,12 @@ class AsyncConnection(Session):
     ) -> None:
         super().__init__(target, bearer, options, info, relay)
         self.channel = channel
-        self.system = system_pb2_grpc.SystemServiceStub(channel)
-        self.runs = run_service_pb2_grpc.RunServiceStub(channel)
-        self.artifacts = artifacts_pb2_grpc.ArtifactServiceStub(channel)
+        checked = capped_async(channel, self.request_cap)
+        self.system = system_pb2_grpc.SystemServiceStub(checked)
+        self.runs = run_service_pb2_grpc.RunServiceStub(checked)
+        self.artifacts = artifacts_pb2_grpc.ArtifactServiceStub(checked)
         # As in SyncConnection: WatchRun's responses stay encoded until the watch decodes them.
-        self.watch_run_encoded = channel.unary_stream(
+        self.watch_run_encoded = checked.unary_stream(
             WATCH_RUN_METHOD,
             request_serializer=run_service_pb2.WatchRunRequest.SerializeToString,
             response_deserializer=None,
@@ -503,7 +522,8 @@ async def connect_async(
         # refusal as a reset, so the very same blocking check keeps one verdict per server.
         await asyncio.to_thread(relay.preflight)
         bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
-        stub = system_pb2_grpc.SystemServiceStub(channel)
+        # Through the choke point too, with no cap (see _get_server_info_sync).
+        stub = system_pb2_grpc.SystemServiceStub(capped_async(channel, RequestCap()))
 
         async def attempt() -> ServerInfo:
             response = await stub.GetServerInfo(
@@ -583,6 +603,15 @@ async def call_mutation_async(
         return await method(request, timeout=timeout, metadata=session.metadata())
     except grpc.RpcError as exc:
         raise mutation_error(exc, session, refused_before, idempotency_key) from None
+    except ColossusError as exc:  # refused before sending (C7): nothing happened
+        raise keyed(exc, idempotency_key) from None
+
+
+def keyed(error: ColossusError, idempotency_key: str | None) -> ColossusError:
+    """``error`` carrying the create's key, as every error of a create does."""
+    if idempotency_key is not None:
+        error.idempotency_key = idempotency_key
+    return error
 
 
 def mutation_error(

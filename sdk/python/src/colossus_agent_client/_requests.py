@@ -1,7 +1,9 @@
 """Validation and construction of every request, shared by the sync and async clients.
 
 Everything the SDK can refuse locally is refused here, with a typed error, before a byte
-reaches the socket: grammars, the worker's advertised limits (C7) and capability gates (S4).
+reaches the socket: grammars, the worker's advertised limits and capability gates (S4).
+The request cap (C7) is the exception: it is checked where every request leaves, in
+``_request_cap.py``.
 """
 
 from __future__ import annotations
@@ -10,8 +12,6 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import Final
-
-from google.protobuf.message import Message
 
 from . import _models as m
 from ._errors import CapabilityMissingError, InvalidArgumentError, ResourceExhaustedError
@@ -70,17 +70,6 @@ def check_trace_context(traceparent: str, tracestate: str | None) -> None:
         or any(c in tracestate for c in "\r\n")
     ):
         raise _invalid("tracestate must be printable ASCII of at most 512 bytes", "tracestate")
-
-
-def check_size(request: Message, info: m.ServerInfo) -> None:
-    """C7: refuse a request over the worker's advertised cap before sending it."""
-    cap = info.limits.max_request_bytes
-    if cap and request.ByteSize() > cap:
-        raise ResourceExhaustedError(
-            f"the request is {request.ByteSize()} bytes, over the worker's limit of {cap}",
-            reason="REQUEST_TOO_LARGE",
-            metadata={"limit": str(cap)},
-        )
 
 
 def require_capability(info: m.ServerInfo, capability: str, what: str) -> None:
@@ -198,7 +187,6 @@ def build_create_run(
         request.trace_context.traceparent = traceparent
         if tracestate:
             request.trace_context.tracestate = tracestate
-    check_size(request, info)
     return request
 
 
@@ -237,7 +225,6 @@ def build_respond(
         )
     else:
         raise _invalid("answer must be a PromptAnswer or an ApprovalAnswer", "answer")
-    check_size(request, info)
     return request
 
 

@@ -37,7 +37,6 @@ from ._requests import (
     build_respond,
     check_id,
     check_idempotency_key,
-    check_size,
     new_idempotency_key,
 )
 from ._watch import AsyncBackend, AsyncWatch, OnReconnect, SyncBackend, Watch
@@ -278,7 +277,6 @@ class Runs:
 
         def attempt() -> m.Run:
             conn = self._backend.connection()
-            check_size(request, conn.server_info)
             response = conn.runs.GetRun(
                 request, timeout=conn.timeout(timeout), metadata=conn.metadata()
             )
@@ -330,7 +328,6 @@ class Runs:
 
             def attempt() -> m.RunPage:
                 c = self._backend.connection()
-                check_size(request, c.server_info)
                 return _page(
                     c.runs.ListRuns(request, timeout=c.timeout(timeout), metadata=c.metadata())
                 )
@@ -405,7 +402,6 @@ class Runs:
         """
         request = run_service_pb2.CancelRunRequest(run_id=check_id(run_id, "run_id"))
         conn = self._backend.connection()
-        check_size(request, conn.server_info)
         response = call_mutation_sync(conn.runs.CancelRun, request, conn, conn.timeout(timeout))
         return _convert.run(response.run)
 
@@ -513,7 +509,6 @@ class AsyncRuns:
 
         async def attempt() -> m.Run:
             conn = await self._backend.connection()
-            check_size(request, conn.server_info)
             response = await conn.runs.GetRun(
                 request, timeout=conn.timeout(timeout), metadata=conn.metadata()
             )
@@ -545,7 +540,6 @@ class AsyncRuns:
 
             async def attempt() -> m.RunPage:
                 c = await self._backend.connection()
-                check_size(request, c.server_info)
                 return _page(
                     await c.runs.ListRuns(
                         request, timeout=c.timeout(timeout), metadata=c.metadata()
@@ -586,7 +580,6 @@ class AsyncRuns:
         """See :meth:`Runs.cancel`."""
         request = run_service_pb2.CancelRunRequest(run_id=check_id(run_id, "run_id"))
         conn = await self._backend.connection()
-        check_size(request, conn.server_info)
         response = await call_mutation_async(
             conn.runs.CancelRun, request, conn, conn.timeout(timeout)
         )

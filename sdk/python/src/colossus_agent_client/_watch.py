@@ -40,7 +40,6 @@ from ._errors import (
 )
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
-from ._requests import check_size
 from ._transport._stream_reader import messages
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
 from .api.v1alpha1 import run_service_pb2, runs_pb2
@@ -338,7 +337,6 @@ class Watch:
                 request = run_service_pb2.WatchRunRequest(
                     run_id=core.run_id, after_sequence=core.last_sequence
                 )
-                check_size(request, conn.server_info)  # C7, as for every other call
                 call: Any = conn.watch_run_encoded(request, metadata=conn.metadata())
                 self._call = call
                 if watchdog is not None:
@@ -544,7 +542,6 @@ class AsyncWatch:
                 request = run_service_pb2.WatchRunRequest(
                     run_id=core.run_id, after_sequence=core.last_sequence
                 )
-                check_size(request, conn.server_info)  # C7, as for every other call
                 call: Any = conn.watch_run_encoded(request, metadata=conn.metadata())
                 self._call = call
                 try:

@@ -1,4 +1,4 @@
-"""C7 at the boundary: a request of exactly the advertised cap is sent, one byte more is not.
+"""C7 at the boundary: a request of exactly the advertised cap passes, one byte more does not.
 
 A case that only sends far more than the cap cannot notice an off-by-one in the check.
 """
@@ -13,8 +13,9 @@ from colossus_agent_client import PromptAnswer, ResourceExhaustedError
 from colossus_agent_client import _models as m
 from colossus_agent_client._artifacts import CHUNK_FRAMING, upload_chunk_bytes
 from colossus_agent_client._convert import server_info
+from colossus_agent_client._request_cap import RequestCap
 from colossus_agent_client._requests import build_create_run, build_respond
-from colossus_agent_client.api.v1alpha1 import artifacts_pb2, system_pb2
+from colossus_agent_client.api.v1alpha1 import artifacts_pb2, run_service_pb2, system_pb2
 from fake_worker import limits
 
 
@@ -29,9 +30,9 @@ def _info(max_request_bytes: int) -> m.ServerInfo:
     return server_info(pb)
 
 
-def _create(info: m.ServerInfo) -> int:
-    request = build_create_run(
-        info,
+def _create() -> run_service_pb2.CreateRunRequest:
+    return build_create_run(
+        _info(0),
         idempotency_key="key-boundary-0001",
         input="x" * 5000,
         mode=m.RunMode.EXECUTE,
@@ -43,23 +44,23 @@ def _create(info: m.ServerInfo) -> int:
         plan_action=None,
         trace=None,
     )
-    return request.ByteSize()
 
 
 def test_a_create_of_exactly_the_cap_is_sent_and_one_byte_more_is_refused() -> None:
-    size = _create(_info(0))
-    assert _create(_info(size)) == size
+    request = _create()
+    size = request.ByteSize()
+    RequestCap(_info(size)).check(request)
     with pytest.raises(ResourceExhaustedError) as caught:
-        _create(_info(size - 1))
+        RequestCap(_info(size - 1)).check(request)
     assert caught.value.reason == "REQUEST_TOO_LARGE"
 
 
 def test_an_answer_of_exactly_the_cap_is_sent_and_one_byte_more_is_refused() -> None:
     answer = PromptAnswer(choice="y" * 3000)
-    size = build_respond(_info(0), "run_cap", "int_cap", answer).ByteSize()
-    build_respond(_info(size), "run_cap", "int_cap", answer)
+    request = build_respond(_info(0), "run_cap", "int_cap", answer)
+    RequestCap(_info(request.ByteSize())).check(request)
     with pytest.raises(ResourceExhaustedError):
-        build_respond(_info(size - 1), "run_cap", "int_cap", answer)
+        RequestCap(_info(request.ByteSize() - 1)).check(request)
 
 
 @pytest.mark.parametrize(

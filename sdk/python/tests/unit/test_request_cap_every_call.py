@@ -90,3 +90,27 @@ def test_a_read_that_fits_the_cap_is_still_sent(fake: FakeWorker, api_dir: Path)
         with pytest.raises(colossus.NotFoundError):
             client.runs.get("run_short")
     assert fake.methods() == ["GetServerInfo", "GetRun"]
+
+
+def test_a_create_over_the_cap_is_refused_locally_with_its_key(
+    fake: FakeWorker, api_dir: Path
+) -> None:
+    fake.b.limits["max_request_bytes"] = CAP
+    with colossus.Client.connect(daemon_options(fake, api_dir)) as client:
+        with pytest.raises(colossus.ResourceExhaustedError) as caught:
+            client.runs.create("x" * CAP, idempotency_key="key-over-the-cap")
+    assert caught.value.reason == "REQUEST_TOO_LARGE"
+    assert caught.value.idempotency_key == "key-over-the-cap"
+    assert fake.methods() == ["GetServerInfo"]
+
+
+async def test_an_async_create_over_the_cap_is_refused_locally_with_its_key(
+    fake: FakeWorker, api_dir: Path
+) -> None:
+    fake.b.limits["max_request_bytes"] = CAP
+    async with await colossus.AsyncClient.connect(daemon_options(fake, api_dir)) as client:
+        with pytest.raises(colossus.ResourceExhaustedError) as caught:
+            await client.runs.create("x" * CAP, idempotency_key="key-over-the-cap")
+    assert caught.value.reason == "REQUEST_TOO_LARGE"
+    assert caught.value.idempotency_key == "key-over-the-cap"
+    assert fake.methods() == ["GetServerInfo"]

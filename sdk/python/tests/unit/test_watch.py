@@ -248,6 +248,7 @@ def test_sync_streams_are_read_on_the_calling_thread(
     _finished(fake, 2)
     watch = client.runs.watch(RUN)
     assert _seqs(watch) == [1, 2]
-    # The watch read its stream through grpcio's single-threaded iterator.
+    # The watch read its stream through grpcio's single-threaded iterator (the method
+    # grpcio made, under the request cap's check).
     conn = client._backend.connection()  # type: ignore[attr-defined]
-    assert type(conn.runs.WatchRun).__name__ == "_SingleThreadedUnaryStreamMultiCallable"
+    assert type(conn.runs.WatchRun._method).__name__ == "_SingleThreadedUnaryStreamMultiCallable"
