@@ -10,7 +10,7 @@ import * as convert from "./convert.js";
 import { ArtifactIntegrityError, ProtocolViolationError, invalidArgument } from "./errors.js";
 import { UploadArtifactRequestSchema, type DownloadArtifactResponse, type UploadArtifactRequest } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import type * as m from "./models.js";
-import { CAP_ARTIFACTS, buildDownload, buildManifest, checkId, checkSize, requireCapability } from "./requests.js";
+import { CAP_ARTIFACTS, buildDownload, buildManifest, checkId, requireCapability } from "./requests.js";
 import type { ConnectionSource } from "./watch.js";
 
 const DEFAULT_CHUNK = 64 * 1024;
@@ -91,8 +91,6 @@ export class Artifacts {
     const digest = createHash("sha256").update(data).digest("hex");
     const manifest = buildManifest(connection.serverInfo, data.length, digest, options.mediaType, options.displayName);
     const first = create(UploadArtifactRequestSchema, { part: { case: "manifest", value: manifest } });
-    // C7: the chunks are cut to fit the cap, but the manifest must fit it as it is.
-    checkSize(UploadArtifactRequestSchema, first, connection.serverInfo);
     const chunk = uploadChunkBytes(connection.serverInfo.limits);
     // eslint-disable-next-line @typescript-eslint/require-await -- connect takes client streams as AsyncIterables
     async function* messages(): AsyncGenerator<UploadArtifactRequest> {
@@ -120,7 +118,7 @@ export class Artifacts {
     checkId(artifactId, "artifact_id");
     const connection = await this.source.connection();
     requireCapability(connection.serverInfo, CAP_ARTIFACTS, "an artifact download");
-    const request = buildDownload(connection.serverInfo, artifactId);
+    const request = buildDownload(artifactId);
     return connection.read(async () => {
       const verifier = new DownloadVerifier(artifactId, connection.serverInfo.limits.maxArtifactBytes);
       for await (const message of connection.artifacts.downloadArtifact(request, connection.callOptions(options))) {

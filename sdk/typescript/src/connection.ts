@@ -8,7 +8,8 @@
  *    bearer in existence yet;
  * 3. only then the bearer is loaded from its provider (C5);
  * 4. `GetServerInfo` is the first RPC; its answer is verified before anything else (C6);
- * 5. the caps become the advertised request and response limits (C7).
+ * 5. the caps become the advertised request and response limits (C7); from then on the
+ *    channel refuses any request message over the request cap before sending it.
  */
 import { createClient, type CallOptions, type Client as RpcClient } from "@connectrpc/connect";
 import * as convert from "./convert.js";
@@ -75,6 +76,7 @@ export class Connection {
   ) {
     const read = Math.min(options.maxResponseBytes, serverInfo.limits.maxResponseBytes || options.maxResponseBytes);
     const write = serverInfo.limits.maxRequestBytes > 0 ? serverInfo.limits.maxRequestBytes + REQUEST_HEADROOM : options.maxResponseBytes;
+    channel.setRequestCap(serverInfo.limits.maxRequestBytes);
     const transport = channel.transport(read, write);
     this.runs = createClient(RunService, transport);
     this.artifacts = createClient(ArtifactService, transport);

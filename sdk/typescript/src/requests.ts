@@ -1,9 +1,11 @@
 /**
  * Validation and construction of every request. Everything the SDK can refuse locally is
  * refused here with a typed error naming the field, before a byte is sent: grammars, the
- * worker's advertised limits (C7) and capability gates (S4).
+ * worker's advertised input limits (W7) and capability gates (S4). The request cap (C7)
+ * is not checked here but on the channel, for every message of every call
+ * (`transport/request-cap.ts`).
  */
-import { create, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { randomUUID } from "node:crypto";
 import { CapabilityMissingError, InvalidArgumentError, ResourceExhaustedError, invalidArgument } from "./errors.js";
 import {
@@ -75,20 +77,6 @@ export function requireCapability(info: m.ServerInfo, capability: string, what: 
       reason: "CAPABILITY_NOT_SUPPORTED",
       metadata: { capability },
     });
-  }
-}
-
-/** C7: refuse a request over the worker's advertised cap before sending it. */
-export function checkSize<Desc extends DescMessage>(schema: Desc, request: MessageShape<Desc>, info: m.ServerInfo): void {
-  const cap = info.limits.maxRequestBytes;
-  if (cap > 0) {
-    const size = toBinary(schema, request).length;
-    if (size > cap) {
-      throw new ResourceExhaustedError(`the request is ${size} bytes, over the worker's limit of ${cap}`, {
-        reason: "REQUEST_TOO_LARGE",
-        metadata: { limit: String(cap) },
-      });
-    }
   }
 }
 
@@ -229,7 +217,6 @@ export function buildCreateRun(
     checkTraceContext(traceparent, tracestate);
     request.traceContext = create(pbRuns.TraceContextSchema, { traceparent, tracestate: tracestate ?? "" });
   }
-  checkSize(CreateRunRequestSchema, request, info);
   return request;
 }
 
@@ -249,39 +236,26 @@ export function buildListRuns(info: m.ServerInfo, statuses: readonly m.RunStatus
   }
   checkCount(pageSize, "page_size", 1_000_000);
   if (typeof pageToken !== "string" || pageToken.length > 4096) throw invalidArgument("pageToken must be a string of at most 4096 characters", "page_token");
-  const request = create(ListRunsRequestSchema, { statuses: wanted, pageSize, pageToken });
-  checkSize(ListRunsRequestSchema, request, info);
-  return request;
+  return create(ListRunsRequestSchema, { statuses: wanted, pageSize, pageToken });
 }
 
-// C7 holds for every call, not only for those that carry the caller's text: a worker may
-// advertise a cap smaller than even a read of a long ID.
-
-export function buildGetRun(info: m.ServerInfo, runId: string): GetRunRequest {
-  const request = create(GetRunRequestSchema, { runId: checkId(runId, "run_id") });
-  checkSize(GetRunRequestSchema, request, info);
-  return request;
+export function buildGetRun(runId: string): GetRunRequest {
+  return create(GetRunRequestSchema, { runId: checkId(runId, "run_id") });
 }
 
-export function buildCancelRun(info: m.ServerInfo, runId: string): CancelRunRequest {
-  const request = create(CancelRunRequestSchema, { runId: checkId(runId, "run_id") });
-  checkSize(CancelRunRequestSchema, request, info);
-  return request;
+export function buildCancelRun(runId: string): CancelRunRequest {
+  return create(CancelRunRequestSchema, { runId: checkId(runId, "run_id") });
 }
 
-export function buildWatchRun(info: m.ServerInfo, runId: string, afterSequence: number): WatchRunRequest {
-  const request = create(WatchRunRequestSchema, { runId, afterSequence: BigInt(afterSequence) });
-  checkSize(WatchRunRequestSchema, request, info);
-  return request;
+export function buildWatchRun(runId: string, afterSequence: number): WatchRunRequest {
+  return create(WatchRunRequestSchema, { runId, afterSequence: BigInt(afterSequence) });
 }
 
-export function buildDownload(info: m.ServerInfo, artifactId: string): DownloadArtifactRequest {
-  const request = create(DownloadArtifactRequestSchema, { artifactId: checkId(artifactId, "artifact_id") });
-  checkSize(DownloadArtifactRequestSchema, request, info);
-  return request;
+export function buildDownload(artifactId: string): DownloadArtifactRequest {
+  return create(DownloadArtifactRequestSchema, { artifactId: checkId(artifactId, "artifact_id") });
 }
 
-export function buildRespond(info: m.ServerInfo, runId: string, interactionId: string, answer: m.InteractionAnswer): RespondInteractionRequest {
+export function buildRespond(runId: string, interactionId: string, answer: m.InteractionAnswer): RespondInteractionRequest {
   const request = create(RespondInteractionRequestSchema, {
     runId: checkId(runId, "run_id"),
     interactionId: checkId(interactionId, "interaction_id"),
@@ -297,7 +271,6 @@ export function buildRespond(info: m.ServerInfo, runId: string, interactionId: s
   } else {
     throw invalidArgument("answer must be { kind: 'prompt', choice } or { kind: 'approval', binding, decision }", "answer");
   }
-  checkSize(RespondInteractionRequestSchema, request, info);
   return request;
 }
 

@@ -60,7 +60,7 @@ export class Runs {
   async get(runId: string, options: RequestOptions = {}): Promise<m.Run> {
     checkId(runId, "run_id");
     const connection = await this.source.connection();
-    const request = buildGetRun(connection.serverInfo, runId);
+    const request = buildGetRun(runId);
     return connection.read(async () => convert.run((await connection.runs.getRun(request, connection.callOptions(options))).run), options.signal);
   }
 
@@ -95,7 +95,7 @@ export class Runs {
   async cancel(runId: string, options: RequestOptions = {}): Promise<m.Run> {
     checkId(runId, "run_id");
     const connection = await this.source.connection();
-    const request = buildCancelRun(connection.serverInfo, runId);
+    const request = buildCancelRun(runId);
     try {
       return convert.run((await connection.runs.cancelRun(request, connection.callOptions(options))).run);
     } catch (error) {
@@ -106,7 +106,7 @@ export class Runs {
   /** Answers a pending prompt or approval (never retried). Scope `prompts:respond` or `approvals:respond`. */
   async respond(runId: string, interactionId: string, answer: m.InteractionAnswer, options: RequestOptions = {}): Promise<m.Run> {
     const connection = await this.source.connection();
-    const request = buildRespond(connection.serverInfo, runId, interactionId, answer);
+    const request = buildRespond(runId, interactionId, answer);
     try {
       return convert.run((await connection.runs.respondInteraction(request, connection.callOptions(options))).run);
     } catch (error) {

@@ -210,7 +210,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
   private async open(): Promise<AsyncIterator<WatchRunResponse>> {
     const connection = await this.source.connection();
     this.connection = connection;
-    const request = buildWatchRun(connection.serverInfo, this.core.runId, this.core.lastSequence);
+    const request = buildWatchRun(this.core.runId, this.core.lastSequence);
     const attempt = new AbortController();
     this.attempt = attempt;
     const signals = [this.watch.stopSignal, attempt.signal];

@@ -1,13 +1,15 @@
 /**
  * The gRPC channel: connect-node over HTTP/2, every connection opened by
  * {@link openVerifiedSocket}, the bearer added by one interceptor once it is loaded, and
- * message caps (C7). The first connection is opened and verified before any bearer
+ * message caps (C7): every request message is held to the advertised request cap by
+ * another interceptor on every transport. The first connection is opened and verified before any bearer
  * exists, so the bearer is loaded only after the live handshake passed (C5).
  */
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { ClientClosedError, TransportError, type TrustError } from "../errors.js";
 import type { Bearer } from "./bearer.js";
+import { requestCapInterceptor } from "./request-cap.js";
 import { openVerifiedSocket, type PinnedTarget } from "./verified-socket.js";
 
 export interface ChannelOptions {
@@ -30,8 +32,10 @@ export class Channel {
   private connectionError: Error | null = null;
   private socket: { readonly destroyed: boolean; readonly readableEnded: boolean } | null = null;
   private closed = false;
+  private requestCap = 0;
   private readonly manager: Http2SessionManager;
   private readonly authorize: Interceptor;
+  private readonly capRequests = requestCapInterceptor(() => this.requestCap);
 
   constructor(private readonly options: ChannelOptions) {
     this.manager = new Http2SessionManager(
@@ -89,12 +93,17 @@ export class Channel {
     this.bearer = bearer;
   }
 
+  /** Holds every later request message to the worker's advertised cap (0: none). */
+  setRequestCap(bytes: number): void {
+    this.requestCap = bytes;
+  }
+
   /** A transport with the given caps over the shared connection. */
   transport(readMaxBytes: number, writeMaxBytes: number): Transport {
     return createGrpcTransport({
       baseUrl: this.options.target.endpoint.url,
       sessionManager: this.manager,
-      interceptors: [this.authorize],
+      interceptors: [this.capRequests, this.authorize],
       readMaxBytes,
       writeMaxBytes,
     });
