@@ -1,0 +1,1 @@
+"""Differential fuzzing of the three SDKs' trust parsers (see README.md)."""

@@ -1,0 +1,45 @@
+// The TypeScript verdict program of conformance/parsers_diff: reads JSON lines
+// {"kind": ..., <vector members>} on stdin and prints one verdict line per input, calling
+// the same parsers as vectors.test.ts.
+import { createInterface } from "node:readline";
+import { ColossusError, CredentialError, SidecarError, TrustError } from "../src/errors.js";
+import { parseReply } from "../src/sidecar-bootstrap.js";
+import { Bearer } from "../src/transport/bearer.js";
+import { parseLeafCertificate } from "../src/transport/certificate.js";
+import { parseDescriptor } from "../src/transport/descriptor.js";
+import { parseEndpoint } from "../src/transport/endpoint.js";
+
+type Input = Readonly<Record<string, unknown>>;
+
+const parsers: Readonly<Record<string, (v: Input) => void>> = {
+  descriptor: (v) => parseDescriptor(Buffer.from(String(v["text"]), "utf8")),
+  endpoint: (v) => {
+    const result = parseEndpoint(v["endpoint"]);
+    if (typeof result === "string") throw new TrustError(result);
+  },
+  certificate: (v) => parseLeafCertificate(Buffer.from(String(v["pem"]), "utf8"), String(v["host"])),
+  bearer: (v) => new Bearer(v["bearer"]),
+  bootstrap_reply: (v) => parseReply(Buffer.from(String(v["text"]), "utf8")),
+};
+
+function answer(input: Input): { verdict: string; error?: string } {
+  const parse = parsers[String(input["kind"])];
+  if (parse === undefined) return { verdict: "unknown-kind" };
+  try {
+    parse(input);
+    return { verdict: "accept" };
+  } catch (error) {
+    const name = error instanceof Error ? error.constructor.name : typeof error;
+    if (error instanceof TrustError) return { verdict: "trust", error: name };
+    if (error instanceof CredentialError) return { verdict: "credential", error: name };
+    if (error instanceof SidecarError) return { verdict: "sidecar", error: name };
+    if (error instanceof ColossusError) return { verdict: "other", error: name };
+    // Anything untyped escaping a parser is a bug the driver reports, not a crash here.
+    return { verdict: "untyped", error: name };
+  }
+}
+
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (line.trim() === "") continue;
+  process.stdout.write(`${JSON.stringify(answer(JSON.parse(line) as Input))}\n`);
+}
