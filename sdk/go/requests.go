@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/proto"
-
 	pb "github.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1"
 )
 
@@ -80,17 +78,6 @@ func requireCapability(info *ServerInfo, capability, what string) error {
 	e := newError(ErrCapabilityMissing, ReasonCapabilityNotSupported,
 		"%s needs the %q capability, which this worker does not advertise", what, capability)
 	return e.withMeta("capability", capability)
-}
-
-// checkSize is C7: refuse a request over the advertised cap before sending it.
-func checkSize(m proto.Message, info *ServerInfo) error {
-	limit := info.Limits.MaxRequestBytes
-	if size := proto.Size(m); limit > 0 && uint64(size) > limit {
-		e := newError(ErrResourceExhausted, ReasonRequestTooLarge,
-			"the request is %d bytes, over the worker's limit of %d", size, limit)
-		return e.withMeta("limit", strconv.FormatUint(limit, 10))
-	}
-	return nil
 }
 
 func buildInput(parts []InputPart, info *ServerInfo) ([]*pb.InputPart, error) {
@@ -223,9 +210,6 @@ func buildCreateRun(info *ServerInfo, key string, input []InputPart, cfg *callCo
 		}
 		req.TraceContext = &pb.TraceContext{Traceparent: tp, Tracestate: ts}
 	}
-	if err := checkSize(req, info); err != nil {
-		return nil, err
-	}
 	return req, nil
 }
 
@@ -268,9 +252,6 @@ func buildRespond(info *ServerInfo, runID, interactionID string, answer Answer) 
 		req.Answer = &pb.RespondInteractionRequest_Approval{Approval: &pb.ApprovalAnswer{Binding: a.Binding, Decision: pb.ApprovalDecision(d)}}
 	default:
 		return nil, invalidField("answer", "answer must be a PromptAnswer or an ApprovalAnswer")
-	}
-	if err := checkSize(req, info); err != nil {
-		return nil, err
 	}
 	return req, nil
 }

@@ -64,9 +64,6 @@ func (r *Runs) Get(ctx context.Context, runID string, opts ...CallOption) (*Run,
 			return nil, err
 		}
 		req := &pb.GetRunRequest{RunId: runID}
-		if err := checkSize(req, &s.info); err != nil {
-			return nil, err
-		}
 		callCtx, cancel := callContext(ctx, r.c.opts, cfg)
 		defer cancel()
 		resp, err := s.runs.GetRun(callCtx, req, s.callOpts...)
@@ -90,9 +87,6 @@ func (r *Runs) Cancel(ctx context.Context, runID string, opts ...CallOption) (*R
 		return nil, err
 	}
 	req := &pb.CancelRunRequest{RunId: runID}
-	if err := checkSize(req, &s.info); err != nil {
-		return nil, err
-	}
 	callCtx, cancel := callContext(ctx, r.c.opts, cfg)
 	defer cancel()
 	resp, err := s.runs.CancelRun(callCtx, req, s.callOpts...)
@@ -136,9 +130,6 @@ func (r *Runs) ListPage(ctx context.Context, opts ...CallOption) (*RunPage, erro
 		}
 		req, err := buildListRuns(&s.info, cfg)
 		if err != nil {
-			return nil, err
-		}
-		if err := checkSize(req, &s.info); err != nil {
 			return nil, err
 		}
 		callCtx, cancel := callContext(ctx, r.c.opts, cfg)

@@ -54,7 +54,17 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 	bearer := &bearerCredentials{load: creds, trace: o.TraceContext}
 	recv := o.maxResponseBytes()
 	dials := &dialRecorder{}
+	s := &session{
+		policy:   policy,
+		dials:    dials,
+		bearer:   bearer,
+		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)},
+	}
 	conn, err := grpc.NewClient("passthrough:///"+t.endpoint.address(),
+		// C7 for every request of this channel, against s.info as it stands at each call:
+		// empty (no cap) for the GetServerInfo below, then the verified answer.
+		grpc.WithChainUnaryInterceptor(requestCapUnary(&s.info)),
+		grpc.WithChainStreamInterceptor(requestCapStream(&s.info)),
 		grpc.WithContextDialer(dials.dial),
 		// grpc-go waits a second before its first reconnect by default, longer than the
 		// first retry delays; reconnect at the pace of the retry policy instead.
@@ -67,16 +77,10 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 	if err != nil {
 		return nil, newError(ErrTransport, ReasonUnavailable, "cannot create the channel")
 	}
-	s := &session{
-		conn:      conn,
-		system:    pb.NewSystemServiceClient(conn),
-		runs:      pb.NewRunServiceClient(conn),
-		artifacts: pb.NewArtifactServiceClient(conn),
-		policy:    policy,
-		dials:     dials,
-		bearer:    bearer,
-		callOpts:  []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)},
-	}
+	s.conn = conn
+	s.system = pb.NewSystemServiceClient(conn)
+	s.runs = pb.NewRunServiceClient(conn)
+	s.artifacts = pb.NewArtifactServiceClient(conn)
 	info, err := s.getServerInfo(ctx, o.retry(), log)
 	if err != nil {
 		_ = conn.Close()

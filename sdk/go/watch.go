@@ -172,9 +172,6 @@ func (w *watchDriver) stream(ctx context.Context, s *session, yield func(RunEven
 		return s.mapError(ctx, err, readCall, "")
 	}
 	req := &pb.WatchRunRequest{RunId: w.core.runID, AfterSequence: w.core.lastSequence()}
-	if err := checkSize(req, &s.info); err != nil {
-		return false, err
-	}
 	stream, err := s.runs.WatchRun(streamCtx, req, s.callOpts...)
 	if err != nil {
 		return false, failed(err)
