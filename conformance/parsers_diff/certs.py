@@ -340,7 +340,16 @@ EDITS: list[tuple[str, Edit]] = [
         extension(bytes.fromhex("06042a038001"), b"\x05\x00", None))),
     ("issuerUniqueID in a v3 certificate", _unique_id),
     ("extra element at the end of tbsCertificate", _append_to_tbs(Node(0x05, b""))),
+    ("unknown extension holding a non-minimal length", _add_extension(
+        extension(bytes.fromhex("06032a0305"), bytes.fromhex("3081030201" "01"), None))),
+    ("unknown extension holding indefinite length", _add_extension(
+        extension(bytes.fromhex("06032a0306"), bytes.fromhex("308002010100" "00"), None))),
+    ("unknown extension value of two elements", _add_extension(
+        extension(bytes.fromhex("06032a0307"), bytes.fromhex("05000500"), None))),
+    ("unknown extension value empty", _add_extension(extension(bytes.fromhex("06032a0308"), b"", None))),
     ("EC point compressed", _spki_point(_compress)),
+    ("EC point all zeros", _spki_point(lambda p: b"\x04" + bytes(64))),
+    ("EC point with the hybrid prefix 0x06", _spki_point(lambda p: b"\x06" + p[1:])),
     ("EC point not on the curve", _spki_point(lambda p: p[:-1] + bytes([p[-1] ^ 1]))),
     ("EC point at infinity", _spki_point(lambda p: b"\x00")),
     ("EC point truncated", _spki_point(lambda p: p[:-1])),

@@ -25,6 +25,7 @@ CERTIFICATES = [
     ("DER edit: version v2", "version 2"),
     ("DER edit: version v4", "version 4 (an unknown version)"),
     ("DER edit: serial negative", "negative serial number"),
+    ("DER edit: serial zero", "serial number zero (RFC 5280 asks for a positive one)"),
     ("DER edit: inner signature algorithm differs from outer", "tbsCertificate names another signature algorithm"),
     ("DER edit: outer signature algorithm differs from inner", "outer signature algorithm differs from tbsCertificate's"),
     ("DER edit: BasicConstraints CA=false encoded explicitly", "BasicConstraints with the DEFAULT CA=false encoded"),

@@ -5,7 +5,7 @@
  */
 import { createHash, X509Certificate } from "node:crypto";
 import { CertificateError } from "../errors.js";
-import { hasBasicConstraints } from "./der.js";
+import { hasBasicConstraints, leafShapeProblem } from "./der.js";
 
 const PEM = /^-----BEGIN CERTIFICATE-----\r?\n((?:[A-Za-z0-9+/=]{1,76}\r?\n)+)-----END CERTIFICATE-----(?:\r?\n)?$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -41,6 +41,8 @@ export function parseLeafCertificate(pem: Uint8Array, endpointHost?: string): Le
 
 /** Checks a DER certificate: CA=false, P-256 key, loopback IP SAN when asked. */
 export function validateLeafDer(der: Buffer, endpointHost?: string): LeafCertificate {
+  const problem = leafShapeProblem(der);
+  if (problem !== undefined) throw new CertificateError(problem, { reason: "CERTIFICATE_FORMAT" });
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(der);
@@ -62,7 +64,13 @@ export function validateLeafDer(der: Buffer, endpointHost?: string): LeafCertifi
   if (cert.ca) {
     throw new CertificateError("the certificate is a CA certificate; a leaf is required", { reason: "CERTIFICATE_CA" });
   }
-  const key = cert.publicKey;
+  let key;
+  try {
+    key = cert.publicKey;
+  } catch {
+    // A point off the curve: OpenSSL refuses it when the key is read.
+    throw new CertificateError("the certificate key is not a valid P-256 point", { reason: "CERTIFICATE_KEY" });
+  }
   if (key.asymmetricKeyType !== "ec" || key.asymmetricKeyDetails?.namedCurve !== "prime256v1") {
     throw new CertificateError("the certificate key must be ECDSA P-256", { reason: "CERTIFICATE_KEY" });
   }

@@ -68,6 +68,7 @@ def validate_leaf_der(der: bytes, *, endpoint_host: str | None = None) -> LeafCe
     """
     _check_one_der_value(der)
     try:
+        _check_shape(der)
         _check_leaf(der, endpoint_host)
     except CertificateError:
         raise
@@ -125,6 +126,8 @@ def _check_leaf(der: bytes, endpoint_host: str | None) -> None:
         raise CertificateError("the certificate has no BasicConstraints extension") from None
     if constraints.ca:
         raise CertificateError("the certificate is a CA certificate; a leaf is required")
+    # The names are parsed on first use: read them, so a malformed one is refused here.
+    _ = cert.subject, cert.issuer
     key = cert.public_key()
     if not isinstance(key, ec.EllipticCurvePublicKey) or not isinstance(key.curve, ec.SECP256R1):
         raise CertificateError("the certificate key must be ECDSA P-256")
@@ -136,3 +139,95 @@ def _check_leaf(der: bytes, endpoint_host: str | None) -> None:
         wanted = ipaddress.ip_address(endpoint_host)
         if wanted not in san.get_values_for_type(x509.IPAddress):
             raise CertificateError("the certificate has no IP SAN for the endpoint address")
+
+
+# The shape every SDK requires of a leaf, beyond what its X.509 parser checks (the same
+# rules in the TypeScript and Go SDKs, so the three give one verdict): a v3 certificate
+# with a positive serial, the same signature algorithm inside and outside the
+# tbsCertificate, RFC 5280 times, an uncompressed P-256 key, nothing after the extensions,
+# and DER extension values, BasicConstraints being exactly the empty SEQUENCE (CA=false).
+_VERSION_3: Final = bytes.fromhex("a003020102")
+_P256_SPKI: Final = bytes.fromhex("3059301306072a8648ce3d020106082a8648ce3d03010703420004")
+_BASIC_CONSTRAINTS: Final = bytes.fromhex("0603551d13")
+_LEAF_CONSTRAINTS: Final = b"\x30\x00"
+_DER_TRUE: Final = b"\x01\x01\xff"
+_TIMES: Final = {0x17: re.compile(rb"[0-9]{12}Z"), 0x18: re.compile(rb"[0-9]{14}Z")}
+_AFTER_KEY: Final = ([0xA3], [0x81, 0xA3], [0x82, 0xA3], [0x81, 0x82, 0xA3])
+
+
+def _elements(data: bytes) -> list[tuple[int, bytes, bytes]]:
+    """(tag, whole element, content) of each DER element in ``data``, minimal lengths only."""
+    out: list[tuple[int, bytes, bytes]] = []
+    pos = 0
+    while pos < len(data):
+        if len(data) - pos < 2:
+            raise CertificateError("the certificate's DER is truncated")
+        start, length = pos + 2, data[pos + 1]
+        if length >= 0x80:
+            count = length & 0x7F
+            if not 1 <= count <= 4 or start + count > len(data) or data[start] == 0:
+                raise CertificateError("the certificate's DER length is malformed")
+            length = int.from_bytes(data[start : start + count], "big")
+            start += count
+            if length < 0x80:
+                raise CertificateError("the certificate's DER length is malformed")
+        end = start + length
+        if end > len(data):
+            raise CertificateError("the certificate's DER is truncated")
+        out.append((data[pos], data[pos:end], data[start:end]))
+        pos = end
+    return out
+
+
+def _walk(elements: list[tuple[int, bytes, bytes]]) -> None:
+    """Parses every constructed element below, so a non-DER length anywhere is refused."""
+    for tag, _, content in elements:
+        if tag & 0x20:
+            _walk(_elements(content))
+
+
+def _check_shape(der: bytes) -> None:
+    _walk(_elements(der))
+    outer = _elements(_elements(der)[0][2])
+    if [tag for tag, _, _ in outer] != [0x30, 0x30, 0x03]:
+        raise CertificateError("the certificate is not tbsCertificate, algorithm, signature")
+    tbs = _elements(outer[0][2])
+    if len(tbs) < 8 or tbs[0][1] != _VERSION_3:
+        raise CertificateError("the certificate must be X.509 version 3")
+    serial = tbs[1]
+    if serial[0] != 0x02 or serial[2] in (b"", b"\x00") or serial[2][0] >= 0x80:
+        raise CertificateError("the certificate's serial number is not positive")
+    if tbs[2][1] != outer[1][1]:
+        raise CertificateError("the certificate names two different signature algorithms")
+    times = _elements(tbs[4][2])
+    if len(times) != 2 or not all(
+        tag in _TIMES and _TIMES[tag].fullmatch(content) for tag, _, content in times
+    ):
+        raise CertificateError("the certificate's validity times are malformed")
+    if len(tbs[6][1]) != len(_P256_SPKI) + 64 or not tbs[6][1].startswith(_P256_SPKI):
+        raise CertificateError("the certificate key must be an uncompressed ECDSA P-256 point")
+    if [tag for tag, _, _ in tbs[7:]] not in _AFTER_KEY:
+        raise CertificateError("the certificate has unexpected fields after its key")
+    wrapper = _elements(tbs[-1][2])
+    if len(wrapper) != 1 or wrapper[0][0] != 0x30:
+        raise CertificateError("the certificate's extensions are malformed")
+    for tag, _, extension in _elements(wrapper[0][2]):
+        if tag != 0x30:
+            raise CertificateError("the certificate has a malformed extension")
+        _check_extension(_elements(extension))
+
+
+def _check_extension(fields: list[tuple[int, bytes, bytes]]) -> None:
+    if len(fields) == 3 and fields[1][1] == _DER_TRUE:
+        fields = [fields[0], fields[2]]
+    if len(fields) != 2 or fields[0][0] != 0x06 or fields[1][0] != 0x04:
+        raise CertificateError("the certificate has a malformed extension")
+    value = _elements(fields[1][2])
+    if len(value) != 1:
+        raise CertificateError("a certificate extension's value is not one DER element")
+    _walk(value)
+    if fields[0][1] == _BASIC_CONSTRAINTS and fields[1][2] != _LEAF_CONSTRAINTS:
+        raise CertificateError(
+            "the certificate's BasicConstraints is not exactly CA=false (a CA, a path length "
+            "or a non-DER encoding)"
+        )
