@@ -142,6 +142,10 @@ def variants(factory: Factory) -> Iterator[Cert]:
     yield Cert("SAN DNS 127.0.0.1 only", f.build(ips=(), dns=("127.0.0.1",)), "127.0.0.1")
     yield Cert("SAN DNS localhost and IP", f.build(dns=("localhost",)), "127.0.0.1")
     yield Cert("no SAN", f.build(ips=()), "127.0.0.1")
+    # Around the 16 KiB certificate file cap once in PEM: each IPv6 SAN adds 18 DER bytes.
+    for count in (650, 651):
+        many = tuple(f"fd00::{i:x}" for i in range(count)) + ("127.0.0.1",)
+        yield Cert(f"SAN of {count + 1} IPs", f.build(ips=many), "127.0.0.1")
     yield Cert("CA=true", f.build(ca=True), "127.0.0.1")
     yield Cert("CA=true pathlen 0", f.build(ca=True, path_length=0), "127.0.0.1")
     yield Cert("no BasicConstraints", f.build(ca=None), "127.0.0.1")

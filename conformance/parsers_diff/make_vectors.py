@@ -45,12 +45,15 @@ CERTIFICATES = [
     ("DER edit: notBefore UTCTime with an offset", "notBefore UTCTime with a +0100 offset"),
     ("DER edit: notBefore UTCTime with fractional seconds", "notBefore UTCTime with fractional seconds"),
 ]
-# Bootstrap replies carrying one of the certificates with its own pin: the certificate is
-# refused before the pin is compared, so the verdict is sidecar, never trust.
+# Bootstrap replies carrying one of the certificates with its own pin: a refused certificate
+# is refused before the pin is compared, so the verdict is sidecar, never trust.
 REPLIES = [
-    ("DER edit: EC point compressed", "certificate with a compressed EC point and its own pin"),
-    ("DER edit: BasicConstraints value is not a SEQUENCE", "certificate with a NULL BasicConstraints and its own pin"),
-    ("SAN IPv4-mapped ::ffff:127.0.0.1", "certificate whose IP SAN is ::ffff:127.0.0.1, with its own pin"),
+    ("DER edit: EC point compressed", "certificate with a compressed EC point and its own pin", "sidecar"),
+    ("DER edit: BasicConstraints value is not a SEQUENCE", "certificate with a NULL BasicConstraints and its own pin",
+     "sidecar"),
+    ("SAN IPv4-mapped ::ffff:127.0.0.1", "certificate whose IP SAN is ::ffff:127.0.0.1, with its own pin", "sidecar"),
+    ("SAN of 651 IPs", "certificate_pem of a valid leaf, just under the 16 KiB certificate file cap", "accept"),
+    ("SAN of 652 IPs", "certificate_pem of a valid leaf, just over the 16 KiB certificate file cap", "sidecar"),
 ]
 
 
@@ -72,11 +75,11 @@ def main() -> None:
     ]
     genuine = json.loads((VECTORS / "bootstrap-replies.json").read_text(encoding="utf-8"))["vectors"][0]
     replies = []
-    for key, name in REPLIES:
+    for key, name, expect in REPLIES:
         reply = json.loads(genuine["text"])
         reply["certificate_pem"] = certs.pem(variants[key].der)
         reply["certificate_sha256"] = hashlib.sha256(variants[key].der).hexdigest()
-        replies.append({"name": name, "text": json.dumps(reply), "expect": "sidecar"})
+        replies.append({"name": name, "text": json.dumps(reply), "expect": expect})
     print(f"certificates.json: {_append('certificates.json', made)} added")
     print(f"bootstrap-replies.json: {_append('bootstrap-replies.json', replies)} added")
 

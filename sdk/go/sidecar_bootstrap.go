@@ -142,8 +142,9 @@ func parseBootstrapReply(body []byte) (*bootstrapReply, error) {
 	if !isPin(pin) {
 		return nil, bootstrapError("certificate_sha256", "the bootstrap certificate_sha256 is malformed")
 	}
+	// The cap of the daemon's certificate.pem holds for the reply's copy too.
 	pem, ok := jsonString(obj["certificate_pem"])
-	if !ok {
+	if !ok || len(pem) > maxCertificateBytes {
 		return nil, bootstrapError("certificate_pem", "the bootstrap certificate_pem is malformed")
 	}
 	cert, err := parseLeafCertificate([]byte(pem), endpoint.Host)

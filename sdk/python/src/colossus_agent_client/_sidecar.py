@@ -41,6 +41,7 @@ from ._transport._bearer import Bearer
 from ._transport._certificate import LeafCertificate, parse_leaf_certificate
 from ._transport._descriptor import (
     API_VERSION,
+    MAX_CERTIFICATE_BYTES,
     Endpoint,
     is_opaque_id,
     is_pin,
@@ -135,7 +136,8 @@ def parse_reply(body: bytes) -> BootstrapReply:
             "the bootstrap certificate_sha256 is malformed", reason="BOOTSTRAP_MALFORMED"
         )
     pem = obj["certificate_pem"]
-    if not isinstance(pem, str) or not pem.isascii():
+    # The cap of the daemon's certificate.pem holds for the reply's copy too.
+    if not isinstance(pem, str) or not pem.isascii() or len(pem) > MAX_CERTIFICATE_BYTES:
         raise SidecarError(
             "the bootstrap certificate_pem is malformed", reason="BOOTSTRAP_MALFORMED"
         )
