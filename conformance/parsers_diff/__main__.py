@@ -29,7 +29,9 @@ def _run(argv: list[str], lines: list[str], timeout: float) -> list[dict[str, st
     answers: list[dict[str, str]] = []
     while len(answers) < len(lines):
         batch = "".join(lines[len(answers) :])
-        done = subprocess.run(argv, input=batch.encode("utf-8"), capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            argv, input=batch.encode("utf-8"), capture_output=True, timeout=timeout, check=False
+        )
         # The Go test binary adds its own PASS line; verdicts are the lines that are objects.
         out = [line for line in done.stdout.decode("utf-8").splitlines() if line.startswith("{")]
         answers += [json.loads(line) for line in out]
@@ -48,7 +50,7 @@ def _signature(answers: dict[str, dict[str, str]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="parsers_diff", description=__doc__.split("\n")[0])
-    parser.add_argument("--count", type=int, default=2500, help="inputs in the batch (default 2500)")
+    parser.add_argument("--count", type=int, default=20000, help="inputs in the batch (default 20000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the generators (default 1)")
     parser.add_argument("--go", required=True, help="the Go SDK's compiled test binary")
     parser.add_argument("--node-script", required=True, help="the compiled TypeScript verdict program")
@@ -68,11 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(len(programs)) as pool:
         futures = {sdk: pool.submit(_run, argv_, lines, args.timeout) for sdk, argv_ in programs.items()}
         verdicts = {sdk: future.result() for sdk, future in futures.items()}
-    for sdk, answers in verdicts.items():
-        if len(answers) != len(cases):
-            raise SystemExit(f"{sdk} answered {len(answers)} of {len(cases)} inputs")
+    for sdk, answered in verdicts.items():
+        if len(answered) != len(cases):
+            raise SystemExit(f"{sdk} answered {len(answered)} of {len(cases)} inputs")
 
-    groups: dict[str, dict[str, list[tuple[Case, dict[str, dict[str, str]]]]]] = defaultdict(lambda: defaultdict(list))
+    Found = list[tuple[Case, dict[str, dict[str, str]]]]
+    groups: dict[str, dict[str, Found]] = defaultdict(lambda: defaultdict(list))
     tally: Counter[str] = Counter()
     for i, case in enumerate(cases):
         answers = {sdk: verdicts[sdk][i] for sdk in SDKS}
@@ -81,8 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         if len(kinds) > 1 or not kinds <= KNOWN:
             groups[case.kind][_signature(answers)].append((case, answers))
 
-    print(f"parsers_diff: seed {args.seed}, {len(cases)} inputs, generated in {generated:.1f} s, "
-          f"judged by 3 SDKs in {time.monotonic() - started - generated:.1f} s")
+    print(
+        f"parsers_diff: seed {args.seed}, {len(cases)} inputs, generated in {generated:.1f} s, "
+        f"judged by 3 SDKs in {time.monotonic() - started - generated:.1f} s"
+    )
     for key, n in sorted(tally.items()):
         print(f"  {key}: {n}")
     if not groups:
@@ -95,14 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         for signature, found in sorted(by_sig.items(), key=lambda kv: -len(kv[1])):
             found.sort(key=lambda item: len(item[0].line()))
             print(f"-- {signature}: {len(found)} inputs")
-            shown = 0
-            for case, answers in found:
-                if shown == args.show:
-                    break
+            for case, answers in found[: args.show]:
                 errors = ", ".join(f"{sdk} {answers[sdk].get('error', '-')}" for sdk in SDKS)
                 print(f"   {case.how}  [{errors}]")
                 print(f"     {case.line()}")
-                shown += 1
     return 1
 
 

@@ -136,7 +136,7 @@ def variants(factory: Factory) -> Iterator[Cert]:
     yield Cert("SAN IPv4-mapped ::ffff:127.0.0.1", f.build(ips=("::ffff:127.0.0.1",)), "127.0.0.1")
     yield Cert("SAN ::ffff:0:1 asked for ::1", f.build(ips=("::ffff:0:1",)), "::1")
     yield Cert("SAN 127.0.0.2", f.build(ips=("127.0.0.2",)), "127.0.0.1")
-    yield Cert("SAN 0.0.0.0", f.build(ips=("0.0.0.0",)), "127.0.0.1")  # noqa: S104
+    yield Cert("SAN 0.0.0.0", f.build(ips=("0.0.0.0",)), "127.0.0.1")
     yield Cert("SAN :: asked for ::1", f.build(ips=("::",)), "::1")
     yield Cert("SAN two IPs, host second", f.build(ips=("10.0.0.1", "127.0.0.1")), "127.0.0.1")
     yield Cert("SAN DNS 127.0.0.1 only", f.build(ips=(), dns=("127.0.0.1",)), "127.0.0.1")
@@ -144,7 +144,7 @@ def variants(factory: Factory) -> Iterator[Cert]:
     yield Cert("no SAN", f.build(ips=()), "127.0.0.1")
     # Around the 16 KiB certificate file cap once in PEM: each IPv6 SAN adds 18 DER bytes.
     for count in (650, 651):
-        many = tuple(f"fd00::{i:x}" for i in range(count)) + ("127.0.0.1",)
+        many = (*(f"fd00::{i:x}" for i in range(count)), "127.0.0.1")
         yield Cert(f"SAN of {count + 1} IPs", f.build(ips=many), "127.0.0.1")
     yield Cert("CA=true", f.build(ca=True), "127.0.0.1")
     yield Cert("CA=true pathlen 0", f.build(ca=True, path_length=0), "127.0.0.1")
@@ -160,7 +160,9 @@ def variants(factory: Factory) -> Iterator[Cert]:
         f.build(subject_key=ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()),
         "127.0.0.1",
     )
-    yield Cert("RSA key", f.build(subject_key=_RSA.public_key()), "127.0.0.1")
+    # Any odd modulus makes an RSA public key, so it can come from the seed.
+    modulus = f.rng.getrandbits(2048) | (1 << 2047) | 1
+    yield Cert("RSA key", f.build(subject_key=rsa.RSAPublicNumbers(65537, modulus).public_key()), "127.0.0.1")
     yield Cert(
         "KeyUsage keyCertSign on a leaf",
         f.build(extra=(_key_usage(cert_sign=True),), extra_critical=True),
@@ -168,8 +170,10 @@ def variants(factory: Factory) -> Iterator[Cert]:
     )
     yield Cert(
         "unknown critical extension",
-        f.build(extra=(x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.55555.1"), b"\x05\x00"),),
-                extra_critical=True),
+        f.build(
+            extra=(x509.UnrecognizedExtension(x509.ObjectIdentifier("1.3.6.1.4.1.55555.1"), b"\x05\x00"),),
+            extra_critical=True,
+        ),
         "127.0.0.1",
     )
     yield Cert(
@@ -194,15 +198,17 @@ def _ec_key(f: Factory, curve: ec.EllipticCurve) -> ec.EllipticCurvePublicKey:
     return ec.derive_private_key(f.rng.randrange(1, 2**160), curve).public_key()
 
 
-# A fixed small RSA key is enough (RSA generation cannot be seeded); made once per process.
-_RSA = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-
-
 def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
     return x509.KeyUsage(
-        digital_signature=True, content_commitment=False, key_encipherment=False,
-        data_encipherment=False, key_agreement=False, key_cert_sign=cert_sign, crl_sign=False,
-        encipher_only=False, decipher_only=False,
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
     )
 
 
@@ -215,24 +221,28 @@ def _set_version(value: int | None) -> Edit:
             tbs.children.pop(0)
         if value is not None:
             tbs.children.insert(0, Node(0xA0, children=[Node(0x02, bytes([value]))]))
+
     return edit
 
 
 def _serial(content: bytes) -> Edit:
     def edit(tbs: Node) -> None:
         tbs.children[1] = Node(0x02, content)
+
     return edit
 
 
 def _basic(value: bytes, critical: bytes | None = b"\x01\x01\xff") -> Edit:
     def edit(tbs: Node) -> None:
         _replace_extension(tbs, OID_BASIC_CONSTRAINTS, value, critical)
+
     return edit
 
 
 def _san(value: bytes) -> Edit:
     def edit(tbs: Node) -> None:
         _replace_extension(tbs, OID_SAN, value, None)
+
     return edit
 
 
@@ -244,12 +254,14 @@ def _duplicate(oid: bytes) -> Edit:
     def edit(tbs: Node) -> None:
         exts = extensions_of(tbs)
         exts.extend([e for e in exts if encode(e.children[0]) == oid])
+
     return edit
 
 
 def _add_extension(ext: Node) -> Edit:
     def edit(tbs: Node) -> None:
         extensions_of(tbs).append(ext)
+
     return edit
 
 
@@ -263,10 +275,14 @@ def _outer_algorithm(tbs: Node) -> bytes:
 
 def _spki_point(mutate: Callable[[bytes], bytes]) -> Edit:
     def edit(tbs: Node) -> None:
-        spki = next(c for c in tbs.children if c.tag == 0x30 and c.children and c.children[0].tag == 0x30
-                    and c.children[-1].tag == 0x03)
+        spki = next(
+            c
+            for c in tbs.children
+            if c.tag == 0x30 and c.children and c.children[0].tag == 0x30 and c.children[-1].tag == 0x03
+        )
         bits = spki.children[1]
         bits.content = b"\x00" + mutate(bits.content[1:])
+
     return edit
 
 
@@ -279,12 +295,14 @@ def _names(value: Node) -> Edit:
     def edit(tbs: Node) -> None:
         tbs.children[3] = value
         tbs.children[5] = value
+
     return edit
 
 
 def _validity(not_before: bytes) -> Edit:
     def edit(tbs: Node) -> None:
         tbs.children[4].children[0] = decode(not_before)
+
     return edit
 
 
@@ -296,6 +314,7 @@ def _extensions_empty(tbs: Node) -> None:
 def _append_to_tbs(extra: Node) -> Edit:
     def edit(tbs: Node) -> None:
         tbs.children.append(extra)
+
     return edit
 
 
@@ -304,15 +323,26 @@ def _unique_id(tbs: Node) -> None:
     tbs.children.insert(spki_at, Node(0x81, b"\x00\x01"))
 
 
-_UTF8_NAME = Node(0x30, children=[Node(0x31, children=[Node(0x30, children=[
-    decode(bytes.fromhex("0603550403")), Node(0x0C, b"bad\xff\xfeutf8")])])])
+_UTF8_NAME = Node(
+    0x30,
+    children=[
+        Node(
+            0x31,
+            children=[
+                Node(0x30, children=[decode(bytes.fromhex("0603550403")), Node(0x0C, b"bad\xff\xfeutf8")])
+            ],
+        )
+    ],
+)
 
 EDITS: list[tuple[str, Edit]] = [
     ("version v1 with extensions", _set_version(None)),
     ("version v2", _set_version(1)),
     ("version v4", _set_version(3)),
-    ("version v3 encoded explicitly non-minimal", lambda t: t.children.__setitem__(
-        0, Node(0xA0, children=[Node(0x02, b"\x00\x02")]))),
+    (
+        "version v3 encoded explicitly non-minimal",
+        lambda t: t.children.__setitem__(0, Node(0xA0, children=[Node(0x02, b"\x00\x02")])),
+    ),
     ("serial zero", _serial(b"\x00")),
     ("serial negative", _serial(b"\xff\x01")),
     ("serial 21 bytes", _serial(b"\x01" * 21)),
@@ -339,17 +369,28 @@ EDITS: list[tuple[str, Edit]] = [
     ("SAN IP with a non-minimal length", _san(tlv(0x30, b"\x87\x81\x04\x7f\x00\x00\x01"))),
     ("SAN with trailing bytes", _san(_san_ip(b"\x7f\x00\x00\x01") + b"\x00")),
     ("extensions list empty", _extensions_empty),
-    ("unknown critical extension (DER edit)", _add_extension(extension(bytes.fromhex("06032a0304"), b"\x05\x00"))),
-    ("extension with an OID of non-minimal arcs", _add_extension(
-        extension(bytes.fromhex("06042a038001"), b"\x05\x00", None))),
+    (
+        "unknown critical extension (DER edit)",
+        _add_extension(extension(bytes.fromhex("06032a0304"), b"\x05\x00")),
+    ),
+    (
+        "extension with an OID of non-minimal arcs",
+        _add_extension(extension(bytes.fromhex("06042a038001"), b"\x05\x00", None)),
+    ),
     ("issuerUniqueID in a v3 certificate", _unique_id),
     ("extra element at the end of tbsCertificate", _append_to_tbs(Node(0x05, b""))),
-    ("unknown extension holding a non-minimal length", _add_extension(
-        extension(bytes.fromhex("06032a0305"), bytes.fromhex("3081030201" "01"), None))),
-    ("unknown extension holding indefinite length", _add_extension(
-        extension(bytes.fromhex("06032a0306"), bytes.fromhex("308002010100" "00"), None))),
-    ("unknown extension value of two elements", _add_extension(
-        extension(bytes.fromhex("06032a0307"), bytes.fromhex("05000500"), None))),
+    (
+        "unknown extension holding a non-minimal length",
+        _add_extension(extension(bytes.fromhex("06032a0305"), bytes.fromhex("308103020101"), None)),
+    ),
+    (
+        "unknown extension holding indefinite length",
+        _add_extension(extension(bytes.fromhex("06032a0306"), bytes.fromhex("30800201010000"), None)),
+    ),
+    (
+        "unknown extension value of two elements",
+        _add_extension(extension(bytes.fromhex("06032a0307"), bytes.fromhex("05000500"), None)),
+    ),
     ("unknown extension value empty", _add_extension(extension(bytes.fromhex("06032a0308"), b"", None))),
     ("EC point compressed", _spki_point(_compress)),
     ("EC point all zeros", _spki_point(lambda p: b"\x04" + bytes(64))),

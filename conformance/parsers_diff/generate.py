@@ -41,30 +41,171 @@ def load_vectors() -> dict[str, list[dict[str, Any]]]:
 # ---- strings ---------------------------------------------------------------------------
 
 HOSTS = [
-    "127.0.0.1", "[::1]", "localhost", "LOCALHOST", "127.0.0.1.", "[::1].", "127.1", "127.0.1",
-    "2130706433", "0x7f.0.0.1", "0177.0.0.1", "127.000.000.001", "0127.0.0.1", "127.0.0.01",
-    "[0:0:0:0:0:0:0:1]", "[0:0::1]", "[::0:1]", "[::01]", "[::0001]", "[::1%25lo]", "[::1%lo]",
-    "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[::127.0.0.1]", "::1", "[::1", "::1]", "[[::1]]",
-    "[ ::1]", "[::1 ]", "[::1]]", "127.0.0.2", "127.255.255.255", "0.0.0.0", "[::]", "10.0.0.1",
-    "192.168.0.1", "8.8.8.8", "[fe80::1]", "[::1%eth0]", "%31%32%37.0.0.1", "127%2e0.0.1",
-    "127.0.0.1%00", "127\u30020.0.1", "\uff11\uff12\uff17.0.0.1", "127.0.0.\u0661", "[::\uff11]",
-    "user@127.0.0.1", "user:pw@127.0.0.1", "@127.0.0.1", "127.0.0.1@127.0.0.1", "", " 127.0.0.1",
-    "127.0.0.1 ", "\t127.0.0.1", "127.0.0.1\n", "[::1]\r", "127.0.0.1\x00", "[::1]\x00",
+    "127.0.0.1",
+    "[::1]",
+    "localhost",
+    "LOCALHOST",
+    "127.0.0.1.",
+    "[::1].",
+    "127.1",
+    "127.0.1",
+    "2130706433",
+    "0x7f.0.0.1",
+    "0177.0.0.1",
+    "127.000.000.001",
+    "0127.0.0.1",
+    "127.0.0.01",
+    "[0:0:0:0:0:0:0:1]",
+    "[0:0::1]",
+    "[::0:1]",
+    "[::01]",
+    "[::0001]",
+    "[::1%25lo]",
+    "[::1%lo]",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "[::127.0.0.1]",
+    "::1",
+    "[::1",
+    "::1]",
+    "[[::1]]",
+    "[ ::1]",
+    "[::1 ]",
+    "[::1]]",
+    "127.0.0.2",
+    "127.255.255.255",
+    "0.0.0.0",
+    "[::]",
+    "10.0.0.1",
+    "192.168.0.1",
+    "8.8.8.8",
+    "[fe80::1]",
+    "[::1%eth0]",
+    "%31%32%37.0.0.1",
+    "127%2e0.0.1",
+    "127.0.0.1%00",
+    "127\u30020.0.1",
+    "\uff11\uff12\uff17.0.0.1",
+    "127.0.0.\u0661",
+    "[::\uff11]",
+    "user@127.0.0.1",
+    "user:pw@127.0.0.1",
+    "@127.0.0.1",
+    "127.0.0.1@127.0.0.1",
+    "",
+    " 127.0.0.1",
+    "127.0.0.1 ",
+    "\t127.0.0.1",
+    "127.0.0.1\n",
+    "[::1]\r",
+    "127.0.0.1\x00",
+    "[::1]\x00",
 ]
 PORTS = [
-    "50051", "1", "0", "65535", "65536", "99999", "100000", "050051", "00001", "+50051", "-1",
-    "-0", " 50051", "50051 ", "5e4", "0x1f", "\u0665\u0660\u0660\u0665\u0661", "\uff15\uff10\uff10\uff15\uff11",
-    "", "4294967297", "50051.", "5_0051", "%35%30%30%35%31", "50051\n", "50051\x00",
+    "50051",
+    "1",
+    "0",
+    "65535",
+    "65536",
+    "99999",
+    "100000",
+    "050051",
+    "00001",
+    "+50051",
+    "-1",
+    "-0",
+    " 50051",
+    "50051 ",
+    "5e4",
+    "0x1f",
+    "\u0665\u0660\u0660\u0665\u0661",
+    "\uff15\uff10\uff10\uff15\uff11",
+    "",
+    "4294967297",
+    "50051.",
+    "5_0051",
+    "%35%30%30%35%31",
+    "50051\n",
+    "50051\x00",
 ]
-SCHEMES = ["https://", "HTTPS://", "Https://", "http://", "https:/", "https:", "https:///", "grpc://",
-           "dns:///", "ipv4:", "unix://", "", "//", " https://", "https:\\\\", "\ufeffhttps://"]
-SUFFIXES = ["", "/", "/path", "?q", "#f", "?", "#", "/.", "/%2e", "\n", "\r\n", " ", "\t", "\x00",
-            ";x", ",", ":", "\\", "/ ", "%20"]
+SCHEMES = [
+    "https://",
+    "HTTPS://",
+    "Https://",
+    "http://",
+    "https:/",
+    "https:",
+    "https:///",
+    "grpc://",
+    "dns:///",
+    "ipv4:",
+    "unix://",
+    "",
+    "//",
+    " https://",
+    "https:\\\\",
+    "\ufeffhttps://",
+]
+SUFFIXES = [
+    "",
+    "/",
+    "/path",
+    "?q",
+    "#f",
+    "?",
+    "#",
+    "/.",
+    "/%2e",
+    "\n",
+    "\r\n",
+    " ",
+    "\t",
+    "\x00",
+    ";x",
+    ",",
+    ":",
+    "\\",
+    "/ ",
+    "%20",
+]
 
 SPECIALS = [
-    "\x00", "\t", "\n", "\r", " ", "\x0b", "\x0c", "\x1b", "\x7f", "\x80", "\x85", "\xa0", "\xad", "\xe9",
-    "\xff", "\u0130", "\u200b", "\u2028", "\u2029", "\u202e", "\ufeff", "\uffff", "\U0001f600",
-    "\ud800", "\udfff", "\uff21", "/", "\\", '"', "'", "%", "%00", "=", "-", "_", ".",
+    "\x00",
+    "\t",
+    "\n",
+    "\r",
+    " ",
+    "\x0b",
+    "\x0c",
+    "\x1b",
+    "\x7f",
+    "\x80",
+    "\x85",
+    "\xa0",
+    "\xad",
+    "\xe9",
+    "\xff",
+    "\u0130",
+    "\u200b",
+    "\u2028",
+    "\u2029",
+    "\u202e",
+    "\ufeff",
+    "\uffff",
+    "\U0001f600",
+    "\ud800",
+    "\udfff",
+    "\uff21",
+    "/",
+    "\\",
+    '"',
+    "'",
+    "%",
+    "%00",
+    "=",
+    "-",
+    "_",
+    ".",
 ]
 
 
@@ -83,8 +224,12 @@ def endpoint_strings(rng: random.Random) -> Iterator[tuple[str, str]]:
     yield "empty port", "https://127.0.0.1:"
     yield "two ports", "https://127.0.0.1:1:2"
     while True:
-        scheme, host, port, suffix = (rng.choice(SCHEMES[:4]), rng.choice(HOSTS), rng.choice(PORTS),
-                                      rng.choice(SUFFIXES))
+        scheme, host, port, suffix = (
+            rng.choice(SCHEMES[:4]),
+            rng.choice(HOSTS),
+            rng.choice(PORTS),
+            rng.choice(SUFFIXES),
+        )
         yield f"{scheme!r} {host!r} {port!r} {suffix!r}", f"{scheme}{host}:{port}{suffix}"
 
 
@@ -102,25 +247,71 @@ def _around(value: str, rng: random.Random) -> Iterator[tuple[str, str]]:
 
 def bearers(rng: random.Random) -> Iterator[tuple[str, str]]:
     """Every byte class at each length bound, at the start, middle and end."""
-    classes = [chr(c) for c in range(0x80)] + ["\x80", "\xa0", "\xff", "\u0100", "\u2028", "\ufeff",
-                                                "\U0001f600", "\ud800", "\udc00"]
+    classes = [chr(c) for c in range(0x80)] + [
+        "\x80",
+        "\xa0",
+        "\xff",
+        "\u0100",
+        "\u2028",
+        "\ufeff",
+        "\U0001f600",
+        "\ud800",
+        "\udc00",
+    ]
     lengths = [0, 1, 31, 32, 33, 255, 256, 257, 512]
     while True:
         length = rng.choice(lengths)
         ch = rng.choice(classes)
         where = rng.randrange(max(length, 1))
-        base = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-                       for _ in range(length))
+        base = "".join(
+            rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+            for _ in range(length)
+        )
         value = base[:where] + ch + base[where + 1 :] if length else ch
         yield f"{len(value)} characters, {ch!r} at {where}", value
 
 
 # ---- JSON documents ----------------------------------------------------------------------
 
-NUMBERS = ["1", "0", "-0", "-1", "1.0", "1e0", "1E0", "1e3", "1E+3", "10e-1", "0.1e1", "01", "+1", "0x1",
-           "1_0", "2147483647", "2147483648", "4294967295", "9007199254740993", "18446744073709551617",
-           "1" + "0" * 400, "1e400", "-1e400", "Infinity", "NaN", "-", "1.", ".5", "true", "null", '"1"',
-           "[1]", "{}", "12345", "0.0", "-0.0", "1e-400"]
+NUMBERS = [
+    "1",
+    "0",
+    "-0",
+    "-1",
+    "1.0",
+    "1e0",
+    "1E0",
+    "1e3",
+    "1E+3",
+    "10e-1",
+    "0.1e1",
+    "01",
+    "+1",
+    "0x1",
+    "1_0",
+    "2147483647",
+    "2147483648",
+    "4294967295",
+    "9007199254740993",
+    "18446744073709551617",
+    "1" + "0" * 400,
+    "1e400",
+    "-1e400",
+    "Infinity",
+    "NaN",
+    "-",
+    "1.",
+    ".5",
+    "true",
+    "null",
+    '"1"',
+    "[1]",
+    "{}",
+    "12345",
+    "0.0",
+    "-0.0",
+    "1e-400",
+]
 SPACES = [" ", "\t", "\n", "\r", "\r\n", "", "\x0b", "\x0c", "\xa0", "\u2028", "\ufeff", "\x00", "  \n\t "]
 
 
@@ -152,15 +343,23 @@ def json_mutations(
             del m[i]
             yield f"drop {name}", dumps(m)
         elif choice == 1:
-            m.insert(rng.randrange(len(m) + 1), (json.dumps(rng.choice(["extra", "Pid", name.upper(), "",
-                                                                      name + "\u0000", name + " "])), "1"))
+            m.insert(
+                rng.randrange(len(m) + 1),
+                (
+                    json.dumps(rng.choice(["extra", "Pid", name.upper(), "", name + "\u0000", name + " "])),
+                    "1",
+                ),
+            )
             yield f"add a member near {name}", dumps(m)
         elif choice == 2:
             alternative = rng.choice(fields.get(name, [("null", "null")]))[1]
             m.insert(rng.randrange(len(m) + 1), (key, rng.choice([value, alternative])))
             yield f"duplicate {name}", dumps(m)
         elif choice == 3:
-            m[i] = (key, rng.choice(["null", "true", "1", "1.5", '""', "[]", "{}", '["x"]', json.dumps(value)]))
+            m[i] = (
+                key,
+                rng.choice(["null", "true", "1", "1.5", '""', "[]", "{}", '["x"]', json.dumps(value)]),
+            )
             yield f"retype {name} to {m[i][1][:20]}", dumps(m)
         elif choice == 4:
             m[i] = (_escape_all(name), value)
@@ -170,14 +369,31 @@ def json_mutations(
             yield f"key {name} with a lone surrogate escape", dumps(m)
         elif choice == 6 and value.startswith('"'):
             text = json.loads(value)
-            m[i] = (key, rng.choice([_escape_all(text), value.replace("/", "\\/"), json.dumps(text, ensure_ascii=False)]))
+            m[i] = (
+                key,
+                rng.choice(
+                    [_escape_all(text), value.replace("/", "\\/"), json.dumps(text, ensure_ascii=False)]
+                ),
+            )
             yield f"value of {name} re-escaped", dumps(m)
         elif choice == 7:
             sep = rng.choice(SPACES)
             yield f"separator {sep!r}", dumps(m, sep=sep)
         elif choice == 8:
-            lead, trail = rng.choice([("\ufeff", ""), ("", "\n"), ("", "\x00"), ("", " "), (" ", ""), ("", ","),
-                                      ("", "{}"), ("", "\r\n\r\n"), ("\n", ""), ("", "\u2028")])
+            lead, trail = rng.choice(
+                [
+                    ("\ufeff", ""),
+                    ("", "\n"),
+                    ("", "\x00"),
+                    ("", " "),
+                    (" ", ""),
+                    ("", ","),
+                    ("", "{}"),
+                    ("", "\r\n\r\n"),
+                    ("\n", ""),
+                    ("", "\u2028"),
+                ]
+            )
             yield f"wrapped in {lead!r} and {trail!r}", dumps(m, lead=lead, trail=trail)
         elif choice == 9 and name in fields:
             how, alternative = rng.choice(fields[name])
@@ -197,7 +413,10 @@ def json_mutations(
                 if jname in fields:
                     how, alternative = rng.choice(fields[jname])
                     m[j] = (m[j][0], alternative)
-            yield "two fields changed: " + ", ".join(f"{json.loads(k)}" for k, v in m if (k, v) not in members), dumps(m)
+            yield (
+                "two fields changed: " + ", ".join(f"{json.loads(k)}" for k, v in m if (k, v) not in members),
+                dumps(m),
+            )
         elif choice == 13:
             nested = "[" * 40 + "]" * 40
             m.insert(rng.randrange(len(m) + 1), ('"deep"', nested))
@@ -244,8 +463,11 @@ def gen_descriptor(rng: random.Random, vectors: list[dict[str, Any]]) -> Iterato
     fields = {
         "endpoint": _endpoint_alternatives(rng, 150),
         "pid": _number_alternatives(),
-        "instance_id": _string_alternatives(obj["instance_id"], rng) + [("65 chars", json.dumps("a" * 65)),
-                                                                        ("64 chars", json.dumps("a" * 64))],
+        "instance_id": [
+            *_string_alternatives(obj["instance_id"], rng),
+            ("65 chars", json.dumps("a" * 65)),
+            ("64 chars", json.dumps("a" * 64)),
+        ],
         "api_version": _string_alternatives("v1alpha1", rng),
         "certificate_sha256": _string_alternatives(obj["certificate_sha256"], rng),
     }
@@ -296,9 +518,15 @@ def _pem_mutations(der: bytes, rng: random.Random) -> list[tuple[str, str]]:
         out.append((f"{ch!r} after END", good[:-1] + ch + "\n"))
         out.append((f"{ch!r} before BEGIN", ch + good))
     out.append(("two blocks", good + good))
-    out.append(("private key block after", good + "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"))
-    out.append(("EC PARAMETERS block before", "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n"
-                "-----END EC PARAMETERS-----\n" + good))
+    out.append(
+        ("private key block after", good + "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+    )
+    out.append(
+        (
+            "EC PARAMETERS block before",
+            "-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n" + good,
+        )
+    )
     out.append(("junk after", good + "junk\n"))
     out.append(("junk before", "junk\n" + good))
     out.append(("BOM before", "\ufeff" + good))
@@ -309,7 +537,9 @@ def _pem_mutations(der: bytes, rng: random.Random) -> list[tuple[str, str]]:
     out.append(("base64 without padding", "\n".join([head, stripped, tail]) + "\n"))
     out.append(("base64 with an extra =", "\n".join([head, b64 + "=", tail]) + "\n"))
     out.append(("base64 with === padding", "\n".join([head, stripped + "===", tail]) + "\n"))
-    out.append(("base64url alphabet", "\n".join([head, b64.replace("+", "-").replace("/", "_"), tail]) + "\n"))
+    out.append(
+        ("base64url alphabet", "\n".join([head, b64.replace("+", "-").replace("/", "_"), tail]) + "\n")
+    )
     out.append(("= in the middle", "\n".join([head, b64[:8] + "=" + b64[8:], tail]) + "\n"))
     out.append(("blank body line", good.replace(head + "\n", head + "\n\n")))
     out.append(("empty body", head + "\n" + tail + "\n"))
@@ -317,7 +547,7 @@ def _pem_mutations(der: bytes, rng: random.Random) -> list[tuple[str, str]]:
         # Non-zero bits in the last character's unused low bits (non-canonical base64).
         last = b64.rstrip("=")
         alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-        bumped = last[:-1] + alphabet[alphabet.index(last[-1]) | 1] + b64[len(last):]
+        bumped = last[:-1] + alphabet[alphabet.index(last[-1]) | 1] + b64[len(last) :]
         out.append(("non-zero padding bits", "\n".join([head, bumped, tail]) + "\n"))
     return out
 
@@ -343,8 +573,10 @@ def gen_bootstrap(rng: random.Random, vectors: list[dict[str, Any]]) -> Iterator
         "api_version": _string_alternatives("v1alpha1", rng),
         "certificate_sha256": _string_alternatives(obj["certificate_sha256"], rng),
         "bearer": [(f"bearer {how}", json.dumps(v)) for how, v in (next(bearer_stream) for _ in range(80))],
-        "certificate_pem": [(f"PEM: {how}", json.dumps(text)) for how, text in _pem_mutations(
-            _der_of(obj["certificate_pem"]), rng)],
+        "certificate_pem": [
+            (f"PEM: {how}", json.dumps(text))
+            for how, text in _pem_mutations(_der_of(obj["certificate_pem"]), rng)
+        ],
         "error": [("error object", '{"code": "x", "message": "y"}'), ("error string", '"x"')],
     }
     mutations = json_mutations(base, rng, fields)
@@ -374,7 +606,7 @@ def gen_bootstrap(rng: random.Random, vectors: list[dict[str, Any]]) -> Iterator
 
 
 def _der_of(pem_text: str) -> bytes:
-    import base64  # noqa: PLC0415
+    import base64
 
     body = "".join(pem_text.strip().split("\n")[1:-1])
     return base64.b64decode(body)
@@ -392,7 +624,13 @@ def generate(seed: int, count: int) -> list[Case]:
         "bootstrap_reply": gen_bootstrap(random.Random(rng.random()), vectors["bootstrap_reply"]),
     }
     # Shares of the budget: the documents and certificates have the most structure.
-    shares = {"endpoint": 0.12, "bearer": 0.10, "descriptor": 0.26, "certificate": 0.22, "bootstrap_reply": 0.30}
+    shares = {
+        "endpoint": 0.12,
+        "bearer": 0.10,
+        "descriptor": 0.26,
+        "certificate": 0.22,
+        "bootstrap_reply": 0.30,
+    }
     cases: list[Case] = []
     for kind, stream in streams.items():
         wanted = max(1, int(count * shares[kind]))

@@ -26,20 +26,40 @@ CERTIFICATES = [
     ("DER edit: version v4", "version 4 (an unknown version)"),
     ("DER edit: serial negative", "negative serial number"),
     ("DER edit: serial zero", "serial number zero (RFC 5280 asks for a positive one)"),
-    ("DER edit: inner signature algorithm differs from outer", "tbsCertificate names another signature algorithm"),
-    ("DER edit: outer signature algorithm differs from inner", "outer signature algorithm differs from tbsCertificate's"),
-    ("DER edit: BasicConstraints CA=false encoded explicitly", "BasicConstraints with the DEFAULT CA=false encoded"),
-    ("DER edit: BasicConstraints CA=false with pathLen 0", "BasicConstraints CA=false with a pathLenConstraint"),
-    ("DER edit: BasicConstraints with trailing bytes in its value", "BasicConstraints value with trailing bytes"),
+    (
+        "DER edit: inner signature algorithm differs from outer",
+        "tbsCertificate names another signature algorithm",
+    ),
+    (
+        "DER edit: outer signature algorithm differs from inner",
+        "outer signature algorithm differs from tbsCertificate's",
+    ),
+    (
+        "DER edit: BasicConstraints CA=false encoded explicitly",
+        "BasicConstraints with the DEFAULT CA=false encoded",
+    ),
+    (
+        "DER edit: BasicConstraints CA=false with pathLen 0",
+        "BasicConstraints CA=false with a pathLenConstraint",
+    ),
+    (
+        "DER edit: BasicConstraints with trailing bytes in its value",
+        "BasicConstraints value with trailing bytes",
+    ),
     ("DER edit: BasicConstraints value is not a SEQUENCE", "BasicConstraints value is NULL, not a SEQUENCE"),
-    ("DER edit: BasicConstraints critical FALSE encoded explicitly",
-     "BasicConstraints with the DEFAULT critical=FALSE encoded"),
+    (
+        "DER edit: BasicConstraints critical FALSE encoded explicitly",
+        "BasicConstraints with the DEFAULT critical=FALSE encoded",
+    ),
     ("DER edit: BasicConstraints critical boolean 0x01", "BasicConstraints critical flag 0x01, not DER TRUE"),
     ("DER edit: SAN IP 16-byte IPv4-mapped 127.0.0.1", "IP SAN ::ffff:127.0.0.1 asked for 127.0.0.1"),
     ("SAN IPv4-mapped ::ffff:127.0.0.1", "IP SAN ::ffff:127.0.0.1 (as built) asked for 127.0.0.1"),
     ("DER edit: SAN IP with a non-minimal length", "IP SAN with a non-minimal DER length"),
     ("DER edit: SAN with trailing bytes", "subjectAltName value with trailing bytes"),
-    ("DER edit: extra element at the end of tbsCertificate", "extra element after the extensions in tbsCertificate"),
+    (
+        "DER edit: extra element at the end of tbsCertificate",
+        "extra element after the extensions in tbsCertificate",
+    ),
     ("DER edit: subject UTF8String with invalid UTF-8", "subject UTF8String holding invalid UTF-8"),
     ("DER edit: notBefore UTCTime without seconds", "notBefore UTCTime without seconds"),
     ("DER edit: notBefore UTCTime with an offset", "notBefore UTCTime with a +0100 offset"),
@@ -49,11 +69,26 @@ CERTIFICATES = [
 # is refused before the pin is compared, so the verdict is sidecar, never trust.
 REPLIES = [
     ("DER edit: EC point compressed", "certificate with a compressed EC point and its own pin", "sidecar"),
-    ("DER edit: BasicConstraints value is not a SEQUENCE", "certificate with a NULL BasicConstraints and its own pin",
-     "sidecar"),
-    ("SAN IPv4-mapped ::ffff:127.0.0.1", "certificate whose IP SAN is ::ffff:127.0.0.1, with its own pin", "sidecar"),
-    ("SAN of 651 IPs", "certificate_pem of a valid leaf, just under the 16 KiB certificate file cap", "accept"),
-    ("SAN of 652 IPs", "certificate_pem of a valid leaf, just over the 16 KiB certificate file cap", "sidecar"),
+    (
+        "DER edit: BasicConstraints value is not a SEQUENCE",
+        "certificate with a NULL BasicConstraints and its own pin",
+        "sidecar",
+    ),
+    (
+        "SAN IPv4-mapped ::ffff:127.0.0.1",
+        "certificate whose IP SAN is ::ffff:127.0.0.1, with its own pin",
+        "sidecar",
+    ),
+    (
+        "SAN of 651 IPs",
+        "certificate_pem of a valid leaf, just under the 16 KiB certificate file cap",
+        "accept",
+    ),
+    (
+        "SAN of 652 IPs",
+        "certificate_pem of a valid leaf, just over the 16 KiB certificate file cap",
+        "sidecar",
+    ),
 ]
 
 
