@@ -102,12 +102,43 @@ def _append(file: str, new: list[dict[str, str]]) -> int:
     return len(added)
 
 
+def _base64_vectors(factory: certs.Factory) -> list[dict[str, str]]:
+    """A genuine leaf whose base64 ends in "==" (4 unused bits), and non-canonical armours."""
+    # Longer DNS SANs (and new serials and signatures) move the DER length through each remainder.
+    leaf = next(der for der in (factory.build(dns=("a" * k,)) for k in range(1, 64)) if len(der) % 3 == 1)
+    no_sign = next(der for der in (factory.build(dns=("b" * k,)) for k in range(1, 64)) if len(der) % 3 == 0)
+    good = certs.pem(leaf)
+    lines = good.split("\n")  # [..., last body line, END line, ""]
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = lines[-3]
+    lines[-3] = last[:-3] + alphabet[alphabet.index(last[-3]) | 1] + "=="
+    assert lines[-3] != last, "the last character already had its low bit set"
+    vector = {"host": "127.0.0.1"}
+    return [
+        {"name": "genuine leaf, canonical base64 ending in ==", **vector, "pem": good, "expect": "accept"},
+        {
+            "name": "base64 with non-zero unused bits before the padding (non-canonical)",
+            **vector,
+            "pem": "\n".join(lines),
+            "expect": "trust",
+        },
+        {
+            "name": "base64 padded with = after a complete group",
+            **vector,
+            "pem": certs.pem(no_sign).replace("\n-----END", "=\n-----END"),
+            "expect": "trust",
+        },
+    ]
+
+
 def main() -> None:
-    variants = {c.name: c for c in certs.variants(certs.Factory(random.Random(2026)))}
+    factory = certs.Factory(random.Random(2026))
+    variants = {c.name: c for c in certs.variants(factory)}
     made = [
         {"name": name, "host": variants[key].host, "pem": certs.pem(variants[key].der), "expect": "trust"}
         for key, name in CERTIFICATES
     ]
+    made += _base64_vectors(factory)
     genuine = json.loads((VECTORS / "bootstrap-replies.json").read_text(encoding="utf-8"))["vectors"][0]
     replies = []
     for key, name, expect in REPLIES:

@@ -36,7 +36,12 @@ export function parseLeafCertificate(pem: Uint8Array, endpointHost?: string): Le
   if (!BASE64.test(body)) {
     throw new CertificateError("the certificate's base64 body is malformed", { reason: "CERTIFICATE_FORMAT" });
   }
-  return validateLeafDer(Buffer.from(body, "base64"), endpointHost);
+  const der = Buffer.from(body, "base64");
+  // Only the canonical encoding: Node's decoder ignores non-zero unused bits.
+  if (der.toString("base64") !== body) {
+    throw new CertificateError("the certificate's base64 body is not canonical", { reason: "CERTIFICATE_FORMAT" });
+  }
+  return validateLeafDer(der, endpointHost);
 }
 
 /** Checks a DER certificate: CA=false, P-256 key, loopback IP SAN when asked. */

@@ -52,10 +52,15 @@ def parse_leaf_certificate(pem: bytes, *, endpoint_host: str | None = None) -> L
         raise CertificateError(
             "the certificate must be exactly one PEM CERTIFICATE block with nothing else"
         )
+    body = b"".join(match.group(1).split())
     try:
-        der = base64.b64decode(b"".join(match.group(1).split()), validate=True)
+        der = base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         raise CertificateError("the certificate's base64 body is malformed") from None
+    # Only the canonical encoding: the decoder ignores excess padding and non-zero unused
+    # bits, which the other SDKs refuse.
+    if base64.b64encode(der) != body:
+        raise CertificateError("the certificate's base64 body is not canonical")
     return validate_leaf_der(der, endpoint_host=endpoint_host)
 
 
