@@ -3,14 +3,15 @@
  * request cap before it is sent. A channel's transports all carry this interceptor, so a
  * call cannot skip the check.
  */
-import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import type { Interceptor, StreamRequest } from "@connectrpc/connect";
 import { ResourceExhaustedError } from "../errors.js";
+import { encodedSize } from "./encoded-size.js";
 
 /** Throws when `message` encodes to more than `cap` bytes (0: no cap advertised). */
 export function checkRequestSize<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>, cap: number): void {
   if (cap <= 0) return;
-  const size = toBinary(schema, message).length;
+  const size = encodedSize(schema, message);
   if (size > cap) {
     throw new ResourceExhaustedError(`the request is ${size} bytes, over the worker's limit of ${cap}`, {
       reason: "REQUEST_TOO_LARGE",
