@@ -23,7 +23,9 @@ export function checkRequestSize<Desc extends DescMessage>(schema: Desc, message
 /**
  * Holds each request message to `cap()`, read per call (0 before `GetServerInfo` answered).
  * A stream's first message is checked before the call opens, so an oversized one never
- * reaches the worker; each later message is checked as the transport pulls it.
+ * reaches the worker; each later message is checked as the transport pulls it. (Waiting
+ * for the first message before opening suits the contract's streams, whose first message
+ * never waits for an answer; a bidirectional stream that did would stall here.)
  */
 export function requestCapInterceptor(cap: () => number): Interceptor {
   return (next) => async (request) => {
