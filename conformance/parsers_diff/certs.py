@@ -41,6 +41,18 @@ class Cert:
     host: str
 
 
+# Variants every SDK accepts (with host 127.0.0.1): the starting points of further edits.
+ACCEPTED = (
+    "genuine 127.0.0.1",
+    "SAN two IPs, host second",
+    "SAN DNS localhost and IP",
+    "BasicConstraints not critical",
+    "KeyUsage keyCertSign on a leaf",
+    "unknown critical extension",
+    "ExtendedKeyUsage serverAuth",
+)
+
+
 def pem(der: bytes, line: int = 64, newline: str = "\n") -> str:
     body = base64.b64encode(der).decode("ascii")
     lines = [body[i : i + line] for i in range(0, len(body), line)]
@@ -299,9 +311,9 @@ def _names(value: Node) -> Edit:
     return edit
 
 
-def _validity(not_before: bytes) -> Edit:
+def _validity(time: bytes, index: int = 0) -> Edit:
     def edit(tbs: Node) -> None:
-        tbs.children[4].children[0] = decode(not_before)
+        tbs.children[4].children[index] = decode(time)
 
     return edit
 
@@ -321,6 +333,12 @@ def _append_to_tbs(extra: Node) -> Edit:
 def _unique_id(tbs: Node) -> None:
     spki_at = next(i for i, c in enumerate(tbs.children) if c.tag == 0xA3)
     tbs.children.insert(spki_at, Node(0x81, b"\x00\x01"))
+
+
+def _name(tag: int, value: bytes) -> Node:
+    """A Name of one CN attribute whose value has this tag and content."""
+    attribute = Node(0x30, children=[decode(bytes.fromhex("0603550403")), Node(tag, value)])
+    return Node(0x30, children=[Node(0x31, children=[attribute])])
 
 
 _UTF8_NAME = Node(
@@ -404,6 +422,32 @@ EDITS: list[tuple[str, Edit]] = [
     ("notBefore UTCTime without seconds", _validity(tlv(0x17, b"2601010000Z"))),
     ("notBefore UTCTime with an offset", _validity(tlv(0x17, b"260101000000+0100"))),
     ("notBefore UTCTime with fractional seconds", _validity(tlv(0x17, b"260101000000.5Z"))),
+    ("notAfter February 30", _validity(tlv(0x17, b"350230000000Z"), 1)),
+    ("notBefore hour 24", _validity(tlv(0x17, b"260101240000Z"))),
+    ("notAfter GeneralizedTime year 0", _validity(tlv(0x18, b"00000101000000Z"), 1)),
+    ("notAfter February 29 of a leap year", _validity(tlv(0x17, b"320229000000Z"), 1)),
+    (
+        "DNS SAN with a non-ASCII byte",
+        _san(tlv(0x30, tlv(0x87, b"\x7f\x00\x00\x01") + tlv(0x82, b"local\xe9host"))),
+    ),
+    ("URI SAN besides the IP", _san(tlv(0x30, tlv(0x87, b"\x7f\x00\x00\x01") + tlv(0x86, b"https://x")))),
+    ("email SAN besides the IP", _san(tlv(0x30, tlv(0x87, b"\x7f\x00\x00\x01") + tlv(0x81, b"a@x")))),
+    ("issuer value tagged UTCTime", _names(_name(0x17, b"colossus-fuzz"))),
+    ("subject PrintableString with *", _names(_name(0x13, b"a*b"))),
+    ("subject IA5String with a non-ASCII byte", _names(_name(0x16, b"a\xe9b"))),
+    ("subject BMPString", _names(_name(0x1E, "ab".encode("utf-16-be")))),
+    (
+        "KeyUsage with an unused-bits count of 0x54",
+        _add_extension(extension(bytes.fromhex("0603551d0f"), bytes.fromhex("03025480"))),
+    ),
+    (
+        "KeyUsage with a set unused bit",
+        _add_extension(extension(bytes.fromhex("0603551d0f"), bytes.fromhex("03020781"))),
+    ),
+    (
+        "ExtendedKeyUsage empty",
+        _add_extension(extension(bytes.fromhex("0603551d25"), bytes.fromhex("3000"), None)),
+    ),
 ]
 
 
@@ -423,3 +467,40 @@ def _raw_edits(genuine: bytes) -> Iterator[tuple[str, bytes]]:
     tbs_der = encode(tbs_of(genuine))
     rest = genuine[start + len(tbs_der) :]
     yield "tbsCertificate length non-minimal", tlv(0x30, _widen(tbs_der) + rest)
+
+
+def _primitives(node: Node, path: str) -> Iterator[tuple[str, Node]]:
+    if node.constructed:
+        for i, child in enumerate(node.children):
+            yield from _primitives(child, f"{path}/{i}")
+    else:
+        yield f"{path}:{node.tag:02x}", node
+
+
+def random_edit(factory: Factory, der: bytes) -> Cert:
+    """One primitive element of the tbsCertificate changed at random, then signed again."""
+    rng = factory.rng
+    tbs = tbs_of(der)
+    path, node = rng.choice(list(_primitives(tbs, "tbs")))
+    content = bytearray(node.content)
+    action = rng.randrange(5)
+    if action == 0 and content:
+        at = rng.randrange(len(content))
+        content[at] = rng.randrange(256)
+        what = f"byte {at} set to {content[at]:02x}"
+    elif action == 1 and content:
+        at = rng.randrange(len(content))
+        del content[at]
+        what = f"byte {at} dropped"
+    elif action == 2:
+        at = rng.randrange(len(content) + 1)
+        content.insert(at, rng.choice([0x00, 0x7F, 0x80, 0xFF, 0x2E, 0x20, rng.randrange(256)]))
+        what = f"byte {content[at]:02x} inserted at {at}"
+    elif action == 3:
+        node.tag = rng.choice([0x01, 0x02, 0x04, 0x05, 0x06, 0x0C, 0x13, 0x16, 0x17, 0x18, 0x1E, 0x80, 0x87])
+        what = f"tag set to {node.tag:02x}"
+    else:
+        content = bytearray()
+        what = "emptied"
+    node.content = bytes(content)
+    return Cert(f"DER random: {path} {what}", factory.resign(tbs), "127.0.0.1")

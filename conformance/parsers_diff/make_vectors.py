@@ -64,6 +64,29 @@ CERTIFICATES = [
     ("DER edit: notBefore UTCTime without seconds", "notBefore UTCTime without seconds"),
     ("DER edit: notBefore UTCTime with an offset", "notBefore UTCTime with a +0100 offset"),
     ("DER edit: notBefore UTCTime with fractional seconds", "notBefore UTCTime with fractional seconds"),
+    ("DER edit: notAfter February 30", "notAfter on February 30"),
+    ("DER edit: notBefore hour 24", "notBefore at hour 24"),
+    ("DER edit: notAfter GeneralizedTime year 0", "notAfter in the year 0"),
+    ("DER edit: DNS SAN with a non-ASCII byte", "DNS SAN holding a non-ASCII byte"),
+    (
+        "DER edit: URI SAN besides the IP",
+        "URI SAN besides the IP SAN (only IP and DNS names, stricter reading)",
+    ),
+    (
+        "DER edit: email SAN besides the IP",
+        "email SAN besides the IP SAN (only IP and DNS names, stricter reading)",
+    ),
+    ("DER edit: issuer value tagged UTCTime", "issuer attribute value tagged UTCTime, not a string"),
+    ("DER edit: subject PrintableString with *", "subject PrintableString holding * (outside its alphabet)"),
+    ("DER edit: subject IA5String with a non-ASCII byte", "subject IA5String holding a non-ASCII byte"),
+    (
+        "DER edit: subject BMPString",
+        "subject BMPString (only UTF8String, PrintableString, IA5String; stricter)",
+    ),
+    ("DER edit: KeyUsage with an unused-bits count of 0x54", "KeyUsage BIT STRING claiming 84 unused bits"),
+    ("DER edit: KeyUsage with a set unused bit", "KeyUsage BIT STRING with a set unused bit"),
+    ("DER edit: ExtendedKeyUsage empty", "ExtendedKeyUsage with no purpose"),
+    ("NameConstraints on a leaf", "NameConstraints on a leaf (a CA-only extension; stricter reading)"),
 ]
 # Bootstrap replies carrying one of the certificates with its own pin: a refused certificate
 # is refused before the pin is compared, so the verdict is sidecar, never trust.

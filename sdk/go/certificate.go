@@ -10,6 +10,10 @@ import (
 	"encoding/hex"
 	"net"
 	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // pemPattern accepts exactly one PEM CERTIFICATE block and nothing else.
@@ -94,8 +98,25 @@ var (
 	derP256SPKIPrefix   = []byte{0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04}
 	derBasicConstraints = []byte{0x06, 0x03, 0x55, 0x1d, 0x13}
 	derTrue             = []byte{0x01, 0x01, 0xff}
-	utcTimePattern      = regexp.MustCompile(`\A[0-9]{12}Z\z`)
-	generalTimePattern  = regexp.MustCompile(`\A[0-9]{14}Z\z`)
+	derSAN              = []byte{0x06, 0x03, 0x55, 0x1d, 0x11}
+	derKeyUsage         = []byte{0x06, 0x03, 0x55, 0x1d, 0x0f}
+	derExtendedKeyUsage = []byte{0x06, 0x03, 0x55, 0x1d, 0x25}
+	derSubjectKeyID     = []byte{0x06, 0x03, 0x55, 0x1d, 0x0e}
+	derAuthorityKeyID   = []byte{0x06, 0x03, 0x55, 0x1d, 0x23}
+	// CA-only extensions, and those only a path validator would read: not on this leaf.
+	refusedExtensions = map[string]bool{
+		"\x06\x03\x55\x1d\x1e":                     true, // nameConstraints
+		"\x06\x03\x55\x1d\x1f":                     true, // cRLDistributionPoints
+		"\x06\x03\x55\x1d\x20":                     true, // certificatePolicies
+		"\x06\x03\x55\x1d\x21":                     true, // policyMappings
+		"\x06\x03\x55\x1d\x24":                     true, // policyConstraints
+		"\x06\x03\x55\x1d\x36":                     true, // inhibitAnyPolicy
+		"\x06\x08\x2b\x06\x01\x05\x05\x07\x01\x01": true, // authorityInfoAccess
+	}
+	utcTimePattern     = regexp.MustCompile(`\A[0-9]{12}Z\z`)
+	generalTimePattern = regexp.MustCompile(`\A[0-9]{14}Z\z`)
+	printablePattern   = regexp.MustCompile(`\A[A-Za-z0-9 '()+,\-./:=?]*\z`)
+	dnsNamePattern     = regexp.MustCompile(`\A[\x21-\x7e]+\z`)
 )
 
 // derElement is one TLV: its tag, the whole encoding and its content.
@@ -136,10 +157,13 @@ func derElements(data []byte) ([]derElement, error) {
 	return out, nil
 }
 
-// derWalk parses every constructed element below, so a non-DER length anywhere is refused.
+// derWalk parses every element below, so a non-DER length or primitive anywhere is refused.
 func derWalk(elements []derElement) error {
 	for _, e := range elements {
 		if e.tag&0x20 == 0 {
+			if !isDERPrimitive(e.tag, e.content) {
+				return certificateError("the certificate holds a malformed DER value (tag %#02x)", e.tag)
+			}
 			continue
 		}
 		inner, err := derElements(e.content)
@@ -151,6 +175,36 @@ func derWalk(elements []derElement) error {
 		}
 	}
 	return nil
+}
+
+// isDERPrimitive accepts BOOLEAN, INTEGER, BIT STRING and OBJECT IDENTIFIER in their one
+// DER form (other primitives are not checked here).
+func isDERPrimitive(tag byte, c []byte) bool {
+	switch tag {
+	case 0x01:
+		return len(c) == 1 && (c[0] == 0x00 || c[0] == 0xff)
+	case 0x02:
+		redundant := len(c) > 1 && ((c[0] == 0 && c[1] < 0x80) || (c[0] == 0xff && c[1] >= 0x80))
+		return len(c) > 0 && !redundant
+	case 0x03:
+		if len(c) == 0 {
+			return false
+		}
+		if len(c) == 1 {
+			return c[0] == 0
+		}
+		return c[0] <= 7 && c[len(c)-1]&(1<<c[0]-1) == 0
+	case 0x06:
+		if len(c) == 0 || c[len(c)-1] >= 0x80 {
+			return false
+		}
+		for i, b := range c {
+			if b == 0x80 && (i == 0 || c[i-1] < 0x80) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func tagsOf(elements []derElement) string {
@@ -198,8 +252,13 @@ func checkLeafShape(der []byte) error {
 		return certificateError("the certificate's validity times are malformed")
 	}
 	for _, t := range times {
-		if !(t.tag == 0x17 && utcTimePattern.Match(t.content)) && !(t.tag == 0x18 && generalTimePattern.Match(t.content)) {
+		if !isDERTime(t) {
 			return certificateError("the certificate's validity times are malformed")
+		}
+	}
+	for _, name := range []derElement{tbs[3], tbs[5]} {
+		if err := checkNameShape(name); err != nil {
+			return err
 		}
 	}
 	if len(tbs[6].whole) != len(derP256SPKIPrefix)+64 || !bytes.HasPrefix(tbs[6].whole, derP256SPKIPrefix) {
@@ -241,8 +300,123 @@ func checkExtensionShape(e derElement) error {
 	if err != nil || len(value) != 1 || derWalk(value) != nil {
 		return certificateError("a certificate extension's value is not one DER element")
 	}
+	oid, v := string(fields[0].whole), value[0]
+	if refusedExtensions[oid] {
+		return certificateError("the certificate carries an extension a leaf may not have")
+	}
+	var inner []derElement
+	if v.tag&0x20 != 0 {
+		inner, _ = derElements(v.content)
+	}
+	shapeOK := true
+	switch oid {
+	case string(derKeyUsage):
+		shapeOK = v.tag == 0x03 && len(v.content) >= 2
+	case string(derExtendedKeyUsage):
+		shapeOK = v.tag == 0x30 && len(inner) > 0 && strings.Trim(tagsOf(inner), "\x06") == ""
+	case string(derSubjectKeyID):
+		shapeOK = v.tag == 0x04
+	case string(derAuthorityKeyID):
+		t := tagsOf(inner)
+		shapeOK = v.tag == 0x30 && (t == "\x80" || t == "\xa1\x82" || t == "\x80\xa1\x82")
+	}
+	if !shapeOK {
+		return certificateError("a certificate extension's value has the wrong shape")
+	}
+	if bytes.Equal(fields[0].whole, derSAN) {
+		if err := checkSANShape(value[0]); err != nil {
+			return err
+		}
+	}
 	if bytes.Equal(fields[0].whole, derBasicConstraints) && !bytes.Equal(fields[1].content, []byte{0x30, 0x00}) {
 		return certificateError("the certificate's BasicConstraints is not exactly CA=false (a CA, a path length or a non-DER encoding)")
+	}
+	return nil
+}
+
+// isDERTime accepts UTCTime YYMMDDHHMMSSZ and GeneralizedTime YYYYMMDDHHMMSSZ naming a real
+// instant (no month 13, no February 30, no hour 24).
+func isDERTime(t derElement) bool {
+	var year int
+	var rest []byte
+	switch {
+	case t.tag == 0x17 && utcTimePattern.Match(t.content):
+		year, _ = strconv.Atoi(string(t.content[:2]))
+		if year >= 50 {
+			year += 1900
+		} else {
+			year += 2000
+		}
+		rest = t.content[2:12]
+	case t.tag == 0x18 && generalTimePattern.Match(t.content):
+		year, _ = strconv.Atoi(string(t.content[:4]))
+		rest = t.content[4:14]
+	default:
+		return false
+	}
+	var f [5]int
+	for i := range f {
+		f[i], _ = strconv.Atoi(string(rest[2*i : 2*i+2]))
+	}
+	month, day, hour, minute, second := f[0], f[1], f[2], f[3], f[4]
+	if year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59 {
+		return false
+	}
+	// Day 0 of the next month is the last day of this one.
+	return day <= time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// checkNameShape accepts a Name of RDNs whose values are UTF8String, PrintableString or
+// IA5String, each well formed.
+func checkNameShape(name derElement) error {
+	malformed := certificateError("the certificate's issuer or subject is malformed")
+	rdns, err := derElements(name.content)
+	if err != nil || name.tag != 0x30 {
+		return malformed
+	}
+	for _, rdn := range rdns {
+		attributes, err := derElements(rdn.content)
+		if err != nil || rdn.tag != 0x31 || len(attributes) == 0 {
+			return malformed
+		}
+		for _, a := range attributes {
+			fields, err := derElements(a.content)
+			if err != nil || a.tag != 0x30 || len(fields) != 2 || fields[0].tag != 0x06 || !isDERText(fields[1]) {
+				return certificateError("the certificate's issuer or subject holds a malformed value")
+			}
+		}
+	}
+	return nil
+}
+
+func isDERText(v derElement) bool {
+	switch v.tag {
+	case 0x0c:
+		return utf8.Valid(v.content)
+	case 0x13:
+		return printablePattern.Match(v.content)
+	case 0x16:
+		for _, b := range v.content {
+			if b >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// checkSANShape accepts IP addresses (4 or 16 bytes) and visible-ASCII DNS names only.
+func checkSANShape(value derElement) error {
+	names, err := derElements(value.content)
+	if err != nil || value.tag != 0x30 || len(names) == 0 {
+		return certificateError("the certificate's subjectAltName is malformed")
+	}
+	for _, n := range names {
+		ip := n.tag == 0x87 && (len(n.content) == 4 || len(n.content) == 16)
+		if !ip && !(n.tag == 0x82 && dnsNamePattern.Match(n.content)) {
+			return certificateError("the certificate's subjectAltName holds an unsupported name")
+		}
 	}
 	return nil
 }

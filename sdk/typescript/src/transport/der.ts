@@ -73,9 +73,32 @@ function elementsOf(der: Uint8Array, start: number, end: number): Element[] {
   return children(der, { tag: 0, headerStart: start, start, end });
 }
 
-/** Walks every constructed element below, so a non-DER length anywhere throws. */
+/** Walks every element below, so a non-DER length or primitive anywhere throws. */
 function walk(der: Uint8Array, list: readonly Element[]): void {
-  for (const e of list) if (e.tag & 0x20) walk(der, children(der, e));
+  for (const e of list) {
+    if (e.tag & 0x20) walk(der, children(der, e));
+    else if (!isDerPrimitive(e.tag, der.subarray(e.start, e.end))) throw new Error("malformed DER primitive");
+  }
+}
+
+/** BOOLEAN, INTEGER, BIT STRING and OBJECT IDENTIFIER in their one DER form. */
+function isDerPrimitive(tag: number, c: Uint8Array): boolean {
+  const first = c[0] ?? -1;
+  const second = c[1] ?? -1;
+  const last = c[c.length - 1] ?? -1;
+  switch (tag) {
+    case 0x01:
+      return c.length === 1 && (first === 0x00 || first === 0xff);
+    case 0x02:
+      return c.length > 0 && !(c.length > 1 && ((first === 0 && second < 0x80) || (first === 0xff && second >= 0x80)));
+    case 0x03:
+      if (c.length <= 1) return c.length === 1 && first === 0;
+      return first <= 7 && (last & ((1 << first) - 1)) === 0;
+    case 0x06:
+      return c.length > 0 && last < 0x80 && !c.some((b, i) => b === 0x80 && (i === 0 || (c[i - 1] ?? 0) < 0x80));
+    default:
+      return true;
+  }
 }
 
 function bytesOf(der: Uint8Array, e: Element): Buffer {
@@ -86,7 +109,24 @@ const VERSION_3 = "a003020102";
 const P256_SPKI_PREFIX = "3059301306072a8648ce3d020106082a8648ce3d03010703420004";
 const BASIC_CONSTRAINTS = "0603551d13";
 const DER_TRUE = "0101ff";
-const TIMES: Readonly<Record<number, RegExp>> = { 0x17: /^[0-9]{12}Z$/, 0x18: /^[0-9]{14}Z$/ };
+const SAN = "0603551d11";
+const KEY_USAGE = "0603551d0f";
+const EXTENDED_KEY_USAGE = "0603551d25";
+const SUBJECT_KEY_ID = "0603551d0e";
+const AUTHORITY_KEY_ID = "0603551d23";
+/** CA-only extensions, and those only a path validator would read: not on this leaf. */
+const REFUSED_EXTENSIONS = new Set([
+  "0603551d1e", // nameConstraints
+  "0603551d1f", // cRLDistributionPoints
+  "0603551d20", // certificatePolicies
+  "0603551d21", // policyMappings
+  "0603551d24", // policyConstraints
+  "0603551d36", // inhibitAnyPolicy
+  "06082b06010505070101", // authorityInfoAccess
+]);
+const PRINTABLE = /^[A-Za-z0-9 '()+,\-./:=?]*$/;
+const DNS_NAME = /^[\x21-\x7e]+$/;
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const AFTER_KEY = ["a3", "81a3", "82a3", "8182a3"];
 
 /**
@@ -115,9 +155,12 @@ export function leafShapeProblem(der: Uint8Array): string | undefined {
     }
     if (hex(tbs[2]) !== hex(algorithm)) return "the certificate names two different signature algorithms";
     const times = children(der, tbs[4] as Element);
-    const timeOk = (t: Element): boolean =>
-      TIMES[t.tag]?.test(Buffer.from(der.subarray(t.start, t.end)).toString("latin1")) === true;
+    const timeOk = (t: Element): boolean => isTime(t.tag, Buffer.from(der.subarray(t.start, t.end)).toString("latin1"));
     if (times.length !== 2 || !times.every(timeOk)) return "the certificate's validity times are malformed";
+    for (const name of [tbs[3], tbs[5]]) {
+      const problem = nameProblem(der, name as Element);
+      if (problem !== undefined) return problem;
+    }
     const spki = hex(tbs[6]);
     if (spki.length !== P256_SPKI_PREFIX.length + 128 || !spki.startsWith(P256_SPKI_PREFIX)) {
       return "the certificate key must be an uncompressed ECDSA P-256 point";
@@ -137,6 +180,21 @@ export function leafShapeProblem(der: Uint8Array): string | undefined {
       const inner = elementsOf(der, value.start, value.end);
       if (inner.length !== 1) return "a certificate extension's value is not one DER element";
       walk(der, inner);
+      const v = inner[0] as Element;
+      if (REFUSED_EXTENSIONS.has(hex(oid))) return "the certificate carries an extension a leaf may not have";
+      const parts = v.tag & 0x20 ? children(der, v) : [];
+      const tags = parts.map((e) => e.tag.toString(16)).join("");
+      const shapes: Readonly<Record<string, boolean>> = {
+        [KEY_USAGE]: v.tag === 0x03 && v.end - v.start >= 2,
+        [EXTENDED_KEY_USAGE]: v.tag === 0x30 && parts.length > 0 && parts.every((e) => e.tag === 0x06),
+        [SUBJECT_KEY_ID]: v.tag === 0x04,
+        [AUTHORITY_KEY_ID]: v.tag === 0x30 && ["80", "a182", "80a182"].includes(tags),
+      };
+      if (shapes[hex(oid)] === false) return "a certificate extension's value has the wrong shape";
+      if (hex(oid) === SAN) {
+        const problem = sanProblem(der, inner[0] as Element);
+        if (problem !== undefined) return problem;
+      }
       if (hex(oid) === BASIC_CONSTRAINTS && Buffer.from(der.subarray(value.start, value.end)).toString("hex") !== "3000") {
         return "the certificate's BasicConstraints is not exactly CA=false (a CA, a path length or a non-DER encoding)";
       }
@@ -145,4 +203,74 @@ export function leafShapeProblem(der: Uint8Array): string | undefined {
   } catch {
     return "the certificate's DER is malformed";
   }
+}
+
+/** UTCTime YYMMDDHHMMSSZ or GeneralizedTime YYYYMMDDHHMMSSZ naming a real instant. */
+function isTime(tag: number, text: string): boolean {
+  let year: number;
+  let rest: string;
+  if (tag === 0x17 && /^[0-9]{12}Z$/.test(text)) {
+    year = Number(text.slice(0, 2));
+    year += year >= 50 ? 1900 : 2000;
+    rest = text.slice(2, 12);
+  } else if (tag === 0x18 && /^[0-9]{14}Z$/.test(text)) {
+    year = Number(text.slice(0, 4));
+    rest = text.slice(4, 14);
+  } else return false;
+  const [month, day, hour, minute, second] = [0, 2, 4, 6, 8].map((i) => Number(rest.slice(i, i + 2))) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return false;
+  // Day 0 of the next month is the last day of this one (setUTCFullYear keeps years under 100).
+  const last = new Date(0);
+  last.setUTCFullYear(year, month, 0);
+  return day <= last.getUTCDate();
+}
+
+function isText(der: Uint8Array, value: Element): boolean {
+  const content = der.subarray(value.start, value.end);
+  if (value.tag === 0x0c) {
+    try {
+      UTF8.decode(content);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  if (value.tag === 0x13) return PRINTABLE.test(Buffer.from(content).toString("latin1"));
+  return value.tag === 0x16 && content.every((b) => b < 0x80);
+}
+
+/** A Name of RDNs whose values are UTF8String, PrintableString or IA5String, well formed. */
+function nameProblem(der: Uint8Array, name: Element): string | undefined {
+  if (name.tag !== 0x30) return "the certificate's issuer or subject is malformed";
+  for (const rdn of children(der, name)) {
+    const attributes = children(der, rdn);
+    if (rdn.tag !== 0x31 || attributes.length === 0) return "the certificate's issuer or subject is malformed";
+    for (const attribute of attributes) {
+      const fields = children(der, attribute);
+      const [oid, value] = fields;
+      if (attribute.tag !== 0x30 || fields.length !== 2 || oid?.tag !== 0x06 || value === undefined || !isText(der, value)) {
+        return "the certificate's issuer or subject holds a malformed value";
+      }
+    }
+  }
+  return undefined;
+}
+
+/** subjectAltName: IP addresses (4 or 16 bytes) and visible-ASCII DNS names only. */
+function sanProblem(der: Uint8Array, value: Element): string | undefined {
+  const names = value.tag === 0x30 ? children(der, value) : [];
+  if (names.length === 0) return "the certificate's subjectAltName is malformed";
+  for (const n of names) {
+    const length = n.end - n.start;
+    const ip = n.tag === 0x87 && (length === 4 || length === 16);
+    const dns = n.tag === 0x82 && DNS_NAME.test(Buffer.from(der.subarray(n.start, n.end)).toString("latin1"));
+    if (!ip && !dns) return "the certificate's subjectAltName holds an unsupported name";
+  }
+  return undefined;
 }
