@@ -8,7 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
-	"net"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -70,14 +70,12 @@ func validateLeafDER(der []byte, host string) (*leafCertificate, error) {
 		return nil, certificateError("the certificate key must be ECDSA P-256")
 	}
 	if host != "" {
-		// Byte for byte: net.IP.Equal would let ::ffff:127.0.0.1 stand for 127.0.0.1.
-		want := net.ParseIP(host)
-		if v4 := want.To4(); v4 != nil {
-			want = v4
-		}
+		// netip keeps ::ffff:127.0.0.1 apart from 127.0.0.1; net.IP.Equal would let one stand
+		// for the other.
+		want, err := netip.ParseAddr(host)
 		found := false
 		for _, ip := range cert.IPAddresses {
-			if bytes.Equal(ip, want) {
+			if got, ok := netip.AddrFromSlice(ip); ok && err == nil && got == want {
 				found = true
 			}
 		}
