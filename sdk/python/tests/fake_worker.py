@@ -466,17 +466,19 @@ def _sidecar_main(argv: list[str]) -> int:
     os.close(fd_out)
     if mode in ("error", "bad-pin", "extra-member", "bad-bearer"):
         return 1
-    if mode == "crash-once" and not Path(request["state_dir"], "crashed").exists():
-        Path(request["state_dir"], "crashed").write_text("1")
-        time.sleep(0.3)
-        os._exit(3)
-    if mode == "crash-on-cancel":
+    # Each crash-* mode exits while answering its method's first call (across restarts).
+    crash_on = {
+        "crash-on-read": "GetRun",
+        "crash-on-cancel": "CancelRun",
+        "crash-on-connect": "GetServerInfo",
+    }.get(mode)
+    if crash_on is not None:
         state = Path(request["state_dir"])
 
         def on_call(method: str) -> None:
             with open(state / "calls.log", "a") as log:
                 log.write(method + "\n")
-            if method == "CancelRun" and not (state / "crashed").exists():
+            if method == crash_on and not (state / "crashed").exists():
                 (state / "crashed").write_text("1")
                 os._exit(3)
 
@@ -484,6 +486,12 @@ def _sidecar_main(argv: list[str]) -> int:
     if mode == "crash-always":
         time.sleep(0.3)
         os._exit(3)
+    if mode == "crash-always-on-connect":
+
+        def die(method: str) -> None:
+            os._exit(3)
+
+        worker.b.on_call = die
     while os.read(fd_in, 1024):
         pass
     worker.stop()

@@ -20,7 +20,7 @@ from ._connection import (
     connect_async,
     connect_sync,
 )
-from ._errors import ClientClosedError, SidecarError
+from ._errors import ClientClosedError, ColossusError, SidecarError
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._runs import AsyncRuns, Runs
@@ -87,9 +87,18 @@ class _SyncSidecarBackend:
         self._closed = False
         self._reconnect = False
         process = supervisor.start()
-        self._connection = connect_sync(
-            _sidecar_target(process.reply), process.reply.bearer, options
-        )
+        while True:
+            try:
+                self._connection = connect_sync(
+                    _sidecar_target(process.reply), process.reply.bearer, options
+                )
+                break
+            except ColossusError:
+                # A worker that died while we connected is replaced like any other, within
+                # the same budget; any other failure is the caller's to see.
+                if not supervisor.needs_restart():
+                    raise
+                process = supervisor.restart()
 
     def connection(self) -> SyncConnection:
         if self._closed:
@@ -159,9 +168,17 @@ class _AsyncSidecarBackend:
         supervisor = await asyncio.to_thread(SidecarSupervisor, options)
         try:
             process = await asyncio.to_thread(supervisor.start)
-            connection = await connect_async(
-                _sidecar_target(process.reply), process.reply.bearer, options
-            )
+            while True:
+                try:
+                    connection = await connect_async(
+                        _sidecar_target(process.reply), process.reply.bearer, options
+                    )
+                    break
+                except ColossusError:
+                    # As in the sync backend: a worker that died while we connected is replaced.
+                    if not supervisor.needs_restart():
+                        raise
+                    process = await asyncio.to_thread(supervisor.restart)
         except BaseException:
             await asyncio.to_thread(supervisor.close)
             raise

@@ -100,6 +100,51 @@ def test_unexpected_exit_is_restarted_and_reads_resume(fake_exe: Path, tmp_path:
         assert run.status is colossus.RunStatus.SUCCEEDED
 
 
+def test_a_read_that_meets_the_crash_is_retried_on_the_replacement(
+    fake_exe: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with colossus.Client.start_sidecar(
+        opts(fake_exe, "--fake=crash-on-read", state_dir=state)
+    ) as client:
+        assert client.runs.get("run_1").status is colossus.RunStatus.SUCCEEDED
+    calls = (state / "calls.log").read_text().split()
+    assert calls.count("GetRun") == 2  # the one the first worker died on, then its retry
+    assert calls.count("GetServerInfo") == 2  # each worker was verified before use
+
+
+def test_a_worker_that_dies_while_the_client_connects_is_replaced(
+    fake_exe: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    options = opts(fake_exe, "--fake=crash-on-connect", state_dir=state, connect_timeout=2.0)
+    with colossus.Client.start_sidecar(options) as client:
+        assert client.runs.get("run_1").run_id == "run_1"
+    assert (state / "calls.log").read_text().split() == ["GetServerInfo", "GetServerInfo", "GetRun"]
+
+
+async def test_an_async_client_replaces_a_worker_that_dies_while_it_connects(
+    fake_exe: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    options = opts(fake_exe, "--fake=crash-on-connect", state_dir=state, connect_timeout=2.0)
+    async with await colossus.AsyncClient.start_sidecar(options) as client:
+        assert (await client.runs.get("run_1")).run_id == "run_1"
+    assert (state / "calls.log").read_text().split() == ["GetServerInfo", "GetServerInfo", "GetRun"]
+
+
+def test_a_worker_that_keeps_dying_while_the_client_connects_spends_the_budget(
+    fake_exe: Path,
+) -> None:
+    options = opts(fake_exe, "--fake=crash-always-on-connect", max_restarts=1, connect_timeout=2.0)
+    with pytest.raises(colossus.SidecarError) as info:
+        colossus.Client.start_sidecar(options)
+    assert info.value.reason == "SIDECAR_RESTARTS_EXHAUSTED"
+
+
 def test_restarts_are_bounded(fake_exe: Path) -> None:
     client = colossus.Client.start_sidecar(opts(fake_exe, "--fake=crash-always", max_restarts=1))
     try:
