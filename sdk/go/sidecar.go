@@ -33,6 +33,11 @@ func StartSidecar(ctx context.Context, o SidecarOptions) (*Client, error) {
 		return nil, err
 	}
 	s, err := sup.start(ctx)
+	// A worker that died while we connected to it is replaced like one that dies later,
+	// within the same budget. A failed spawn or bootstrap (ErrSidecar) is not an exit.
+	for err != nil && ctx.Err() == nil && !errors.Is(err, ErrSidecar) && sup.diedWithin(exitNoticeGrace) {
+		s, err = sup.restart(ctx, nil)
+	}
 	if err != nil {
 		sup.close()
 		return nil, err
@@ -150,6 +155,26 @@ func (sup *sidecarSupervisor) needsRestart() bool {
 	case <-p.exited:
 		return true
 	default:
+		return false
+	}
+}
+
+// exitNoticeGrace bounds the wait for a worker's exit to be reaped after a connect failed:
+// the connection a dying worker refuses can arrive just before its exit is noticed.
+const exitNoticeGrace = time.Second
+
+// diedWithin reports whether the current worker has exited, waiting up to d to find out.
+func (sup *sidecarSupervisor) diedWithin(d time.Duration) bool {
+	p := sup.process
+	if p == nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
 		return false
 	}
 }

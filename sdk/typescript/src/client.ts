@@ -124,9 +124,20 @@ export class Client implements AsyncDisposable {
     resolveClientOptions(options);
     const supervisor = await SidecarSupervisor.create(options);
     try {
-      const process = await supervisor.start(extra.signal);
-      const connection = await connectSidecar(supervisor, process.reply, extra.signal);
-      return new Client(new SidecarSource(supervisor, connection));
+      let process = await supervisor.start(extra.signal);
+      for (;;) {
+        try {
+          const connection = await connectSidecar(supervisor, process.reply, extra.signal);
+          return new Client(new SidecarSource(supervisor, connection));
+        } catch (error) {
+          // A worker that died while we connected is replaced like one that dies later,
+          // within the same budget; any other failure is the caller's to see.
+          if (extra.signal?.aborted === true || error instanceof SidecarError || !(await supervisor.diedWhileConnecting())) {
+            throw error;
+          }
+          process = await supervisor.restart();
+        }
+      }
     } catch (error) {
       await supervisor.close();
       throw error;

@@ -110,6 +110,12 @@ export class SidecarProcess {
     return this.exitedFlag && !this.closing;
   }
 
+  /** Whether the worker exited unexpectedly, waiting up to `ms` to find out. */
+  async diedWithin(ms: number): Promise<boolean> {
+    const exited = await Promise.race([this.exited.then(() => true), sleep(ms).then(() => false)]);
+    return exited && !this.closing;
+  }
+
   static async spawn(options: SidecarOptions, stateDir: string, signal?: AbortSignal): Promise<SidecarProcess> {
     if (signal?.aborted === true) throw aborted();
     const argv = [...(options.extraArgs ?? []), "--sidecar", "--bootstrap-in-fd", "3", "--bootstrap-out-fd", "4"];
@@ -175,6 +181,9 @@ export class SidecarProcess {
 }
 
 /** Owns the worker across restarts. */
+/** How long a failed connect waits to learn whether the worker exited. */
+const EXIT_NOTICE_GRACE_MS = 1_000;
+
 export class SidecarSupervisor {
   restarts = 0;
   process: SidecarProcess | null = null;
@@ -208,6 +217,14 @@ export class SidecarSupervisor {
 
   needsRestart(): boolean {
     return this.process?.unexpectedExit === true;
+  }
+
+  /**
+   * Whether the worker exited, after a connect to it failed. A dying worker can refuse the
+   * connection just before its exit is noticed, so this waits up to EXIT_NOTICE_GRACE_MS.
+   */
+  async diedWhileConnecting(): Promise<boolean> {
+    return (await this.process?.diedWithin(EXIT_NOTICE_GRACE_MS)) === true;
   }
 
   /** Replaces a worker that exited unexpectedly (bounded). */

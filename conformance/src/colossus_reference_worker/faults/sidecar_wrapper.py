@@ -11,6 +11,8 @@ Faults (docs/fault-control.md, "Sidecar faults"):
 - ``exit-after-create-commit``: the first worker process exits right after a CreateRun
   committed, before answering (the outcome is unknown to the SDK; the run exists);
 - ``crash-loop``: every worker process exits on its first call other than GetServerInfo;
+- ``exit-during-connect``: the first worker process exits on the SDK's GetServerInfo, so
+  the SDK's own connect meets the exit (later starts behave);
 - ``reply-endpoint-localhost``, ``reply-other-pin``, ``reply-bad-bearer``,
   ``reply-extra-member``, ``reply-other-api-version``, ``reply-bad-instance-id``,
   ``reply-bad-credential-id``: the bootstrap reply is rewritten before the SDK reads it;
@@ -35,6 +37,7 @@ from typing import Any
 FAULTS = (
     "exit-after-create-commit",
     "crash-loop",
+    "exit-during-connect",
     "reply-endpoint-localhost",
     "reply-other-pin",
     "reply-bad-bearer",
@@ -111,6 +114,8 @@ def arm(fault: str, start: int) -> None:
     class ExitingHooks(WorkerHooks):
         async def before_unary(self, method: str) -> None:
             if fault == "crash-loop" and method != "SystemService/GetServerInfo":
+                os._exit(EXIT_FAULT)
+            if fault == "exit-during-connect" and start == 1 and method == "SystemService/GetServerInfo":
                 os._exit(EXIT_FAULT)
 
         async def after_unary_commit(self, method: str) -> None:

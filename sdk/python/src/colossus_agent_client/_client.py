@@ -96,7 +96,7 @@ class _SyncSidecarBackend:
             except ColossusError:
                 # A worker that died while we connected is replaced like any other, within
                 # the same budget; any other failure is the caller's to see.
-                if not supervisor.needs_restart():
+                if not supervisor.died_while_connecting():
                     raise
                 process = supervisor.restart()
 
@@ -176,7 +176,7 @@ class _AsyncSidecarBackend:
                     break
                 except ColossusError:
                     # As in the sync backend: a worker that died while we connected is replaced.
-                    if not supervisor.needs_restart():
+                    if not await asyncio.to_thread(supervisor.died_while_connecting):
                         raise
                     process = await asyncio.to_thread(supervisor.restart)
         except BaseException:

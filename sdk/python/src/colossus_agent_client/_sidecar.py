@@ -67,6 +67,8 @@ _REPLY_KEYS: Final = frozenset(
 )
 _ERROR_CODE_MAX: Final = 64
 _ERROR_MESSAGE_MAX: Final = 512
+# How long a failed connect waits to learn whether the worker exited (see died_while_connecting).
+EXIT_NOTICE_GRACE: Final = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,10 @@ class SidecarProcess:
     @property
     def unexpected_exit(self) -> bool:
         return self._exited.is_set() and not self._closing
+
+    def died_within(self, timeout: float) -> bool:
+        """Whether the worker exited unexpectedly, waiting up to ``timeout`` to find out."""
+        return self._exited.wait(timeout) and not self._closing
 
     def _wait(self) -> None:
         # Wait without reaping, so the process group id cannot be reused before close()
@@ -382,6 +388,14 @@ class SidecarSupervisor:
         if self._gave_up is not None or self._replacing:
             return True
         return self.process is not None and self.process.unexpected_exit
+
+    def died_while_connecting(self) -> bool:
+        """Whether the worker exited, after a connect to it failed.
+
+        A dying worker can refuse the connection just before its exit is noticed, so this
+        waits up to :data:`EXIT_NOTICE_GRACE` for it.
+        """
+        return self.process is not None and self.process.died_within(EXIT_NOTICE_GRACE)
 
     def restart(self) -> SidecarProcess:
         """Replaces a worker that exited unexpectedly (blocking; bounded).
