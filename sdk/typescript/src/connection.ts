@@ -105,12 +105,7 @@ export class Connection {
     // through it: whatever connect reports (UNAVAILABLE, INTERNAL...) is that refusal.
     const trust = this.channel.lastTrustFailure();
     if (trust !== null && mapped.code !== null) return trust;
-    if (mapped.code === "CANCELLED" && mapped.reason === null && !(mapped instanceof OutcomeUnknownError) && this.channel.connectionLost()) {
-      // Neither the caller nor the SDK cancelled: the connection under the call went away
-      // (Node closes its open streams with CANCEL), so the read got no answer at all.
-      return new TransportError(`the connection to the worker was lost (${mapped.message})`, { code: "UNAVAILABLE", cause: error });
-    }
-    return mapped;
+    return lostConnectionAsUnavailable(mapped, error, this.channel);
   }
 
   /** Runs a read, retrying `UNAVAILABLE` under the policy. */
@@ -148,6 +143,18 @@ export async function retryRead<T>(
 }
 
 /** Opens a verified connection to `target`; see the module comment for the order of checks. */
+/**
+ * A CANCELLED that neither the caller nor the SDK asked for is a lost connection: when the
+ * worker dies or restarts, Node closes every open stream with CANCEL, so the call got no
+ * answer at all and reads may be retried like any UNAVAILABLE.
+ */
+function lostConnectionAsUnavailable(mapped: ColossusError, error: unknown, channel: Channel): ColossusError {
+  if (mapped.code === "CANCELLED" && mapped.reason === null && !(mapped instanceof OutcomeUnknownError) && channel.connectionLost()) {
+    return new TransportError(`the connection to the worker was lost (${mapped.message})`, { code: "UNAVAILABLE", cause: error });
+  }
+  return mapped;
+}
+
 export async function openConnection(
   target: Target,
   credentials: CredentialProvider | Bearer,
@@ -183,10 +190,8 @@ export async function openConnection(
     const bearer = credentials instanceof Bearer ? credentials : await loadBearer(credentials, signal);
     channel.setBearer(bearer);
     const system = createClient(SystemService, channel.transport(options.maxResponseBytes, options.maxResponseBytes));
-    const map = (error: unknown): ColossusError => {
-      const mapped = mapError(error, { signal });
-      return channel.lastTrustFailure() ?? mapped;
-    };
+    const map = (error: unknown): ColossusError =>
+      channel.lastTrustFailure() ?? lostConnectionAsUnavailable(mapError(error, { signal }), error, channel);
     const info = await retryRead(
       async () => {
         const callOptions: { timeoutMs: number; signal?: AbortSignal } = { timeoutMs: options.connectTimeoutMs };

@@ -108,6 +108,29 @@ describe("a handshake the server ends without a TLS byte", () => {
   });
 });
 
+describe("a connection that dies under the connect's GetServerInfo (a killed worker)", () => {
+  it("is retried as UNAVAILABLE, not reported as a cancellation nobody asked for", async () => {
+    const worker = await startFakeWorker({ dropServerInfo: 1 });
+    cleanups.push(() => worker.close());
+    const provider = new CountingProvider();
+    const client = await connectThrough(worker, worker.port, provider);
+    cleanups.push(() => client.close());
+    assert.equal(client.serverInfo.instanceId, INSTANCE_ID);
+    assert.equal(worker.authorizations.length, 2, "the dropped GetServerInfo, then its retry");
+  });
+
+  it("fails as UNAVAILABLE once the retry policy is spent", async () => {
+    const worker = await startFakeWorker({ dropServerInfo: 99 });
+    cleanups.push(() => worker.close());
+    await assert.rejects(connectThrough(worker, worker.port, new CountingProvider(), 2), (e: unknown) => {
+      assert.ok(e instanceof TransportError, `got ${String(e)}`);
+      assert.equal(e.code, "UNAVAILABLE");
+      return true;
+    });
+    assert.equal(worker.authorizations.length, 2);
+  });
+});
+
 const executable = findWorker();
 
 describe("the reference worker's TLS 1.2-only listener (it drops its alert)", { skip: executable === null ? "colossus-reference-worker not installed" : false }, () => {

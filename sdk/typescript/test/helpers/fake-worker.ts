@@ -42,6 +42,8 @@ export interface FakeBehaviour {
   readonly watches?: readonly WatchScript[];
   readonly run?: (runId: string) => MessageInitShape<typeof RunSchema>;
   readonly serverInfo?: MessageInitShape<typeof ServerInfoSchema>;
+  /** How many `GetServerInfo` calls die unanswered with every connection (a killed worker). */
+  readonly dropServerInfo?: number;
   readonly cert?: string;
   readonly key?: string;
   readonly chain?: string;
@@ -75,8 +77,12 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
   let watchIndex = 0;
   const routes = (router: ConnectRouter): void => {
     router.service(SystemService, {
-      getServerInfo(_request, context) {
+      async getServerInfo(_request, context) {
         authorizations.push(context.requestHeader.get("authorization") ?? "");
+        if (authorizations.length <= (behaviour.dropServerInfo ?? 0)) {
+          for (const session of sessions) session.destroy();
+          return await new Promise<never>(() => undefined);
+        }
         const info = create(ServerInfoSchema, {
           instanceId: INSTANCE_ID,
           apiPackage: "colossus.api.v1alpha1",
