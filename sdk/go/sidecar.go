@@ -165,18 +165,7 @@ const exitNoticeGrace = time.Second
 
 // diedWithin reports whether the current worker has exited, waiting up to d to find out.
 func (sup *sidecarSupervisor) diedWithin(d time.Duration) bool {
-	p := sup.process
-	if p == nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	}
+	return sup.process != nil && sup.process.exitedWithin(d)
 }
 
 // restart replaces a worker that exited unexpectedly (bounded, with backoff).
@@ -306,6 +295,18 @@ func (p *sidecarProcess) bootstrap(ctx context.Context, request []byte, replies 
 
 // watchExit waits for the worker to exit without reaping it, so its process group ID
 // cannot be reused before stop has signalled every straggler in it.
+// exitedWithin reports whether the worker has exited, waiting up to d to find out.
+func (p *sidecarProcess) exitedWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 func (p *sidecarProcess) watchExit(log *slog.Logger) {
 	var info unix.Siginfo
 	for {
@@ -336,21 +337,11 @@ func (p *sidecarProcess) stop(grace time.Duration, log *slog.Logger) {
 	p.mu.Unlock()
 	_ = p.keepalive.Close()
 	pgid := p.cmd.Process.Pid
-	waitExit := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-p.exited:
-			return true
-		case <-t.C:
-			return false
-		}
-	}
-	if !waitExit(grace) {
+	if !p.exitedWithin(grace) {
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		if !waitExit(2 * time.Second) {
+		if !p.exitedWithin(2 * time.Second) {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			waitExit(5 * time.Second)
+			p.exitedWithin(5 * time.Second)
 		}
 	}
 	// Descendants that outlived the leader.

@@ -1,28 +1,11 @@
 // The TypeScript verdict program of conformance/parsers_diff: reads JSON lines
 // {"kind": ..., <vector members>} on stdin and prints one verdict line per input, calling
-// the same parsers as vectors.test.ts.
+// the same parsers as vectors.test.ts (helpers/vector-parsers.ts).
 import { createInterface } from "node:readline";
 import { ColossusError, CredentialError, SidecarError, TrustError } from "../src/errors.js";
-import { parseReply } from "../src/sidecar-bootstrap.js";
-import { Bearer } from "../src/transport/bearer.js";
-import { parseLeafCertificate } from "../src/transport/certificate.js";
-import { parseDescriptor } from "../src/transport/descriptor.js";
-import { parseEndpoint } from "../src/transport/endpoint.js";
+import { vectorParsers as parsers, type VectorInput } from "./helpers/vector-parsers.js";
 
-type Input = Readonly<Record<string, unknown>>;
-
-const parsers: Readonly<Record<string, (v: Input) => void>> = {
-  descriptor: (v) => parseDescriptor(Buffer.from(String(v["text"]), "utf8")),
-  endpoint: (v) => {
-    const result = parseEndpoint(v["endpoint"]);
-    if (typeof result === "string") throw new TrustError(result);
-  },
-  certificate: (v) => parseLeafCertificate(Buffer.from(String(v["pem"]), "utf8"), String(v["host"])),
-  bearer: (v) => new Bearer(v["bearer"]),
-  bootstrap_reply: (v) => parseReply(Buffer.from(String(v["text"]), "utf8")),
-};
-
-function answer(input: Input): { verdict: string; error?: string } {
+function answer(input: VectorInput): { verdict: string; error?: string } {
   const parse = parsers[String(input["kind"])];
   if (parse === undefined) return { verdict: "unknown-kind" };
   try {
@@ -41,5 +24,5 @@ function answer(input: Input): { verdict: string; error?: string } {
 
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   if (line.trim() === "") continue;
-  process.stdout.write(`${JSON.stringify(answer(JSON.parse(line) as Input))}\n`);
+  process.stdout.write(`${JSON.stringify(answer(JSON.parse(line) as VectorInput))}\n`);
 }

@@ -5,11 +5,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { ColossusError, CredentialError, SidecarError, TrustError } from "../src/errors.js";
-import { parseReply } from "../src/sidecar-bootstrap.js";
-import { Bearer } from "../src/transport/bearer.js";
-import { parseLeafCertificate } from "../src/transport/certificate.js";
-import { parseDescriptor } from "../src/transport/descriptor.js";
-import { parseEndpoint } from "../src/transport/endpoint.js";
+import { vectorParsers as parsers } from "./helpers/vector-parsers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const vectorsDir = path.resolve(here, "../../../../conformance/vectors");
@@ -28,16 +24,6 @@ function kindOf(error: unknown): string {
   throw error;
 }
 
-const parsers: Readonly<Record<string, (v: Vector) => void>> = {
-  descriptor: (v) => parseDescriptor(Buffer.from(String(v["text"]), "utf8")),
-  endpoint: (v) => {
-    const result = parseEndpoint(v["endpoint"]);
-    if (typeof result === "string") throw new TrustError(result);
-  },
-  certificate: (v) => parseLeafCertificate(Buffer.from(String(v["pem"]), "utf8"), String(v["host"])),
-  bearer: (v) => new Bearer(v["bearer"]),
-  bootstrap_reply: (v) => parseReply(Buffer.from(String(v["text"]), "utf8")),
-};
 
 const files = readdirSync(vectorsDir).filter((f) => f.endsWith(".json")).sort();
 

@@ -1,0 +1,22 @@
+// The parser each kind of shared vector (conformance/vectors/) feeds: vectors.test.ts and
+// the parsers_diff verdict program call exactly these, so both judge the same code.
+import { TrustError } from "../../src/errors.js";
+import { parseReply } from "../../src/sidecar-bootstrap.js";
+import { Bearer } from "../../src/transport/bearer.js";
+import { parseLeafCertificate } from "../../src/transport/certificate.js";
+import { parseDescriptor } from "../../src/transport/descriptor.js";
+import { parseEndpoint } from "../../src/transport/endpoint.js";
+
+/** A vector's members (`text`, `pem`, `host`, `endpoint`, `bearer`, ...). */
+export type VectorInput = Readonly<Record<string, unknown>>;
+
+export const vectorParsers: Readonly<Record<string, (v: VectorInput) => void>> = {
+  descriptor: (v) => parseDescriptor(Buffer.from(String(v["text"]), "utf8")),
+  endpoint: (v) => {
+    const result = parseEndpoint(v["endpoint"]);
+    if (typeof result === "string") throw new TrustError(result);
+  },
+  certificate: (v) => parseLeafCertificate(Buffer.from(String(v["pem"]), "utf8"), String(v["host"])),
+  bearer: (v) => new Bearer(v["bearer"]),
+  bootstrap_reply: (v) => parseReply(Buffer.from(String(v["text"]), "utf8")),
+};
