@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from . import certs
+from .json_docs import NUMBERS, json_mutations, pairs, string_alternatives
+from .strings import bearers, endpoint_strings
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 
@@ -36,400 +38,6 @@ def load_vectors() -> dict[str, list[dict[str, Any]]]:
         document = json.loads(path.read_text(encoding="utf-8"))
         out.setdefault(document["kind"], []).extend(document["vectors"])
     return out
-
-
-# ---- strings ---------------------------------------------------------------------------
-
-HOSTS = [
-    "127.0.0.1",
-    "[::1]",
-    "localhost",
-    "LOCALHOST",
-    "127.0.0.1.",
-    "[::1].",
-    "127.1",
-    "127.0.1",
-    "2130706433",
-    "0x7f.0.0.1",
-    "0177.0.0.1",
-    "127.000.000.001",
-    "0127.0.0.1",
-    "127.0.0.01",
-    "[0:0:0:0:0:0:0:1]",
-    "[0:0::1]",
-    "[::0:1]",
-    "[::01]",
-    "[::0001]",
-    "[::1%25lo]",
-    "[::1%lo]",
-    "[::ffff:127.0.0.1]",
-    "[::ffff:7f00:1]",
-    "[::127.0.0.1]",
-    "::1",
-    "[::1",
-    "::1]",
-    "[[::1]]",
-    "[ ::1]",
-    "[::1 ]",
-    "[::1]]",
-    "127.0.0.2",
-    "127.255.255.255",
-    "0.0.0.0",
-    "[::]",
-    "10.0.0.1",
-    "192.168.0.1",
-    "8.8.8.8",
-    "[fe80::1]",
-    "[::1%eth0]",
-    "%31%32%37.0.0.1",
-    "127%2e0.0.1",
-    "127.0.0.1%00",
-    "127\u30020.0.1",
-    "\uff11\uff12\uff17.0.0.1",
-    "127.0.0.\u0661",
-    "[::\uff11]",
-    "user@127.0.0.1",
-    "user:pw@127.0.0.1",
-    "@127.0.0.1",
-    "127.0.0.1@127.0.0.1",
-    "",
-    " 127.0.0.1",
-    "127.0.0.1 ",
-    "\t127.0.0.1",
-    "127.0.0.1\n",
-    "[::1]\r",
-    "127.0.0.1\x00",
-    "[::1]\x00",
-]
-PORTS = [
-    "50051",
-    "1",
-    "0",
-    "65535",
-    "65536",
-    "99999",
-    "100000",
-    "050051",
-    "00001",
-    "+50051",
-    "-1",
-    "-0",
-    " 50051",
-    "50051 ",
-    "5e4",
-    "0x1f",
-    "\u0665\u0660\u0660\u0665\u0661",
-    "\uff15\uff10\uff10\uff15\uff11",
-    "",
-    "4294967297",
-    "50051.",
-    "5_0051",
-    "%35%30%30%35%31",
-    "50051\n",
-    "50051\x00",
-]
-SCHEMES = [
-    "https://",
-    "HTTPS://",
-    "Https://",
-    "http://",
-    "https:/",
-    "https:",
-    "https:///",
-    "grpc://",
-    "dns:///",
-    "ipv4:",
-    "unix://",
-    "",
-    "//",
-    " https://",
-    "https:\\\\",
-    "\ufeffhttps://",
-]
-SUFFIXES = [
-    "",
-    "/",
-    "/path",
-    "?q",
-    "#f",
-    "?",
-    "#",
-    "/.",
-    "/%2e",
-    "\n",
-    "\r\n",
-    " ",
-    "\t",
-    "\x00",
-    ";x",
-    ",",
-    ":",
-    "\\",
-    "/ ",
-    "%20",
-]
-
-SPECIALS = [
-    "\x00",
-    "\t",
-    "\n",
-    "\r",
-    " ",
-    "\x0b",
-    "\x0c",
-    "\x1b",
-    "\x7f",
-    "\x80",
-    "\x85",
-    "\xa0",
-    "\xad",
-    "\xe9",
-    "\xff",
-    "\u0130",
-    "\u200b",
-    "\u2028",
-    "\u2029",
-    "\u202e",
-    "\ufeff",
-    "\uffff",
-    "\U0001f600",
-    "\ud800",
-    "\udfff",
-    "\uff21",
-    "/",
-    "\\",
-    '"',
-    "'",
-    "%",
-    "%00",
-    "=",
-    "-",
-    "_",
-    ".",
-]
-
-
-def endpoint_strings(rng: random.Random) -> Iterator[tuple[str, str]]:
-    """(how, endpoint) pairs: the grid around the two genuine spellings, then random picks."""
-    for host in HOSTS:
-        yield f"host {host!r}", f"https://{host}:50051"
-    for port in PORTS:
-        for host in ("127.0.0.1", "[::1]"):
-            yield f"host {host} port {port!r}", f"https://{host}:{port}"
-    for scheme in SCHEMES:
-        yield f"scheme {scheme!r}", f"{scheme}127.0.0.1:50051"
-    for suffix in SUFFIXES:
-        yield f"suffix {suffix!r}", f"https://[::1]:50051{suffix}"
-    yield "no port", "https://127.0.0.1"
-    yield "empty port", "https://127.0.0.1:"
-    yield "two ports", "https://127.0.0.1:1:2"
-    while True:
-        scheme, host, port, suffix = (
-            rng.choice(SCHEMES[:4]),
-            rng.choice(HOSTS),
-            rng.choice(PORTS),
-            rng.choice(SUFFIXES),
-        )
-        yield f"{scheme!r} {host!r} {port!r} {suffix!r}", f"{scheme}{host}:{port}{suffix}"
-
-
-def _around(value: str, rng: random.Random) -> Iterator[tuple[str, str]]:
-    """Case changes and special characters at the start, middle and end of a string."""
-    yield "upper case", value.upper()
-    yield "swapped case", value.swapcase()
-    yield "empty", ""
-    yield "trailing dot", value + "."
-    for ch in rng.sample(SPECIALS, 8):
-        where = rng.choice(["start", "middle", "end"])
-        at = {"start": 0, "middle": len(value) // 2, "end": len(value)}[where]
-        yield f"{ch!r} at the {where}", value[:at] + ch + value[at:]
-
-
-def bearers(rng: random.Random) -> Iterator[tuple[str, str]]:
-    """Every byte class at each length bound, at the start, middle and end."""
-    classes = [chr(c) for c in range(0x80)] + [
-        "\x80",
-        "\xa0",
-        "\xff",
-        "\u0100",
-        "\u2028",
-        "\ufeff",
-        "\U0001f600",
-        "\ud800",
-        "\udc00",
-    ]
-    lengths = [0, 1, 31, 32, 33, 255, 256, 257, 512]
-    while True:
-        length = rng.choice(lengths)
-        ch = rng.choice(classes)
-        where = rng.randrange(max(length, 1))
-        base = "".join(
-            rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-            for _ in range(length)
-        )
-        value = base[:where] + ch + base[where + 1 :] if length else ch
-        yield f"{len(value)} characters, {ch!r} at {where}", value
-
-
-# ---- JSON documents ----------------------------------------------------------------------
-
-NUMBERS = [
-    "1",
-    "0",
-    "-0",
-    "-1",
-    "1.0",
-    "1e0",
-    "1E0",
-    "1e3",
-    "1E+3",
-    "10e-1",
-    "0.1e1",
-    "01",
-    "+1",
-    "0x1",
-    "1_0",
-    "2147483647",
-    "2147483648",
-    "4294967295",
-    "9007199254740993",
-    "18446744073709551617",
-    "1" + "0" * 400,
-    "1e400",
-    "-1e400",
-    "Infinity",
-    "NaN",
-    "-",
-    "1.",
-    ".5",
-    "true",
-    "null",
-    '"1"',
-    "[1]",
-    "{}",
-    "12345",
-    "0.0",
-    "-0.0",
-    "1e-400",
-]
-SPACES = [" ", "\t", "\n", "\r", "\r\n", "", "\x0b", "\x0c", "\xa0", "\u2028", "\ufeff", "\x00", "  \n\t "]
-
-
-def dumps(obj: list[tuple[str, str]], sep: str = " ", lead: str = "", trail: str = "") -> str:
-    """Serialises members given as (key JSON, value JSON) pairs, keeping duplicates and order."""
-    inner = ("," + sep).join(f"{k}:{sep}{v}" for k, v in obj)
-    return f"{lead}{{{sep}{inner}{sep}}}{trail}"
-
-
-def _escape_all(s: str) -> str:
-    return '"' + "".join(f"\\u{ord(c):04x}" for c in s) + '"'
-
-
-def json_mutations(
-    members: list[tuple[str, str]], rng: random.Random, fields: dict[str, list[tuple[str, str]]]
-) -> Iterator[tuple[str, str]]:
-    """(how, text) variants of a JSON object given as (key JSON, value JSON) pairs.
-
-    ``fields`` maps a key to (how, value JSON) alternatives for its value.
-    """
-    keys = [k for k, _ in members]
-    while True:
-        choice = rng.randrange(14)
-        m = list(members)
-        i = rng.randrange(len(m))
-        key, value = m[i]
-        name = json.loads(key)
-        if choice == 0:
-            del m[i]
-            yield f"drop {name}", dumps(m)
-        elif choice == 1:
-            m.insert(
-                rng.randrange(len(m) + 1),
-                (
-                    json.dumps(rng.choice(["extra", "Pid", name.upper(), "", name + "\u0000", name + " "])),
-                    "1",
-                ),
-            )
-            yield f"add a member near {name}", dumps(m)
-        elif choice == 2:
-            alternative = rng.choice(fields.get(name, [("null", "null")]))[1]
-            m.insert(rng.randrange(len(m) + 1), (key, rng.choice([value, alternative])))
-            yield f"duplicate {name}", dumps(m)
-        elif choice == 3:
-            m[i] = (
-                key,
-                rng.choice(["null", "true", "1", "1.5", '""', "[]", "{}", '["x"]', json.dumps(value)]),
-            )
-            yield f"retype {name} to {m[i][1][:20]}", dumps(m)
-        elif choice == 4:
-            m[i] = (_escape_all(name), value)
-            yield f"key {name} fully \\u-escaped", dumps(m)
-        elif choice == 5:
-            m[i] = (json.dumps(name[:-1] + "\ud800" + name[-1:]), value)
-            yield f"key {name} with a lone surrogate escape", dumps(m)
-        elif choice == 6 and value.startswith('"'):
-            text = json.loads(value)
-            m[i] = (
-                key,
-                rng.choice(
-                    [_escape_all(text), value.replace("/", "\\/"), json.dumps(text, ensure_ascii=False)]
-                ),
-            )
-            yield f"value of {name} re-escaped", dumps(m)
-        elif choice == 7:
-            sep = rng.choice(SPACES)
-            yield f"separator {sep!r}", dumps(m, sep=sep)
-        elif choice == 8:
-            lead, trail = rng.choice(
-                [
-                    ("\ufeff", ""),
-                    ("", "\n"),
-                    ("", "\x00"),
-                    ("", " "),
-                    (" ", ""),
-                    ("", ","),
-                    ("", "{}"),
-                    ("", "\r\n\r\n"),
-                    ("\n", ""),
-                    ("", "\u2028"),
-                ]
-            )
-            yield f"wrapped in {lead!r} and {trail!r}", dumps(m, lead=lead, trail=trail)
-        elif choice == 9 and name in fields:
-            how, alternative = rng.choice(fields[name])
-            m[i] = (key, alternative)
-            yield f"{name}: {how}", dumps(m)
-        elif choice == 10:
-            rng.shuffle(m)
-            yield "members shuffled", dumps(m)
-        elif choice == 11:
-            m[i] = (json.dumps(rng.choice(keys).swapcase()), value)
-            yield f"key {name} case changed", dumps(m)
-        elif choice == 12:
-            # Two field alternatives at once: which refusal wins decides the error kind.
-            for _ in range(2):
-                j = rng.randrange(len(m))
-                jname = json.loads(m[j][0])
-                if jname in fields:
-                    how, alternative = rng.choice(fields[jname])
-                    m[j] = (m[j][0], alternative)
-            yield (
-                "two fields changed: " + ", ".join(f"{json.loads(k)}" for k, v in m if (k, v) not in members),
-                dumps(m),
-            )
-        elif choice == 13:
-            nested = "[" * 40 + "]" * 40
-            m.insert(rng.randrange(len(m) + 1), ('"deep"', nested))
-            yield "a deeply nested extra member", dumps(m)
-
-
-def _pairs(text: str) -> list[tuple[str, str]]:
-    obj = json.loads(text)
-    return [(json.dumps(k), json.dumps(v)) for k, v in obj.items()]
-
-
-def _string_alternatives(value: str, rng: random.Random) -> list[tuple[str, str]]:
-    return [(how, json.dumps(v)) for how, v in _around(value, rng)]
 
 
 # ---- per kind ----------------------------------------------------------------------------
@@ -458,18 +66,18 @@ def _number_alternatives() -> list[tuple[str, str]]:
 
 def gen_descriptor(rng: random.Random, vectors: list[dict[str, Any]]) -> Iterator[Case]:
     genuine = [v["text"] for v in vectors if v["expect"] == "accept"]
-    base = _pairs(genuine[0])
+    base = pairs(genuine[0])
     obj = dict(json.loads(genuine[0]))
     fields = {
         "endpoint": _endpoint_alternatives(rng, 150),
         "pid": _number_alternatives(),
         "instance_id": [
-            *_string_alternatives(obj["instance_id"], rng),
+            *string_alternatives(obj["instance_id"], rng),
             ("65 chars", json.dumps("a" * 65)),
             ("64 chars", json.dumps("a" * 64)),
         ],
-        "api_version": _string_alternatives("v1alpha1", rng),
-        "certificate_sha256": _string_alternatives(obj["certificate_sha256"], rng),
+        "api_version": string_alternatives("v1alpha1", rng),
+        "certificate_sha256": string_alternatives(obj["certificate_sha256"], rng),
     }
     for v in vectors:
         yield Case("descriptor", f"shared vector {v['name']!r}", {"text": v["text"]})
@@ -568,7 +176,7 @@ def _pem_mutations(der: bytes, rng: random.Random) -> list[tuple[str, str]]:
 
 def gen_bootstrap(rng: random.Random, vectors: list[dict[str, Any]]) -> Iterator[Case]:
     genuine_text = next(v["text"] for v in vectors if v["expect"] == "accept")
-    base = _pairs(genuine_text)
+    base = pairs(genuine_text)
     obj = dict(json.loads(genuine_text))
     for v in vectors:
         yield Case("bootstrap_reply", f"shared vector {v['name']!r}", {"text": v["text"]})
@@ -582,10 +190,10 @@ def gen_bootstrap(rng: random.Random, vectors: list[dict[str, Any]]) -> Iterator
     fields = {
         "endpoint": _endpoint_alternatives(rng, 150),
         "version": _number_alternatives(),
-        "instance_id": _string_alternatives(obj["instance_id"], rng),
-        "credential_id": _string_alternatives(obj["credential_id"], rng),
-        "api_version": _string_alternatives("v1alpha1", rng),
-        "certificate_sha256": _string_alternatives(obj["certificate_sha256"], rng),
+        "instance_id": string_alternatives(obj["instance_id"], rng),
+        "credential_id": string_alternatives(obj["credential_id"], rng),
+        "api_version": string_alternatives("v1alpha1", rng),
+        "certificate_sha256": string_alternatives(obj["certificate_sha256"], rng),
         "bearer": [(f"bearer {how}", json.dumps(v)) for how, v in (next(bearer_stream) for _ in range(80))],
         "certificate_pem": [
             (f"PEM: {how}", json.dumps(text))
