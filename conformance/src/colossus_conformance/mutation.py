@@ -416,6 +416,12 @@ def main(argv: list[str] | None = None) -> int:
     mutants = load_list(suite_dir / "mutants" / f"{args.sdk}.yaml", repo_root)
     chosen = [m for m in mutants.mutants if not args.mutant or m.id in args.mutant]
     columns = tuple(c for c in mutants.columns if not args.column or c in args.column)
+    # A misspelt ID or column would otherwise run nothing and report no survivors.
+    unknown = sorted(set(args.mutant) - {m.id for m in mutants.mutants})
+    unknown += sorted(set(args.column) - set(mutants.columns))
+    if unknown:
+        print(f"not in mutants/{args.sdk}.yaml: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     scratch = Path(tempfile.mkdtemp(prefix="colossus-mutants-"))
     results_dir = (args.results_dir or suite_dir / "results").resolve()
     try:

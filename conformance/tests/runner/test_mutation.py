@@ -124,3 +124,12 @@ def test_a_mutant_runs_only_in_the_columns_selected(repo: Path, monkeypatch: pyt
     outcomes = mutation.run_mutant(None, flip, only_demo, [], True)  # type: ignore[arg-type]
     assert [o.column for o in outcomes] == ["demo"]
     assert seen == [only_demo["demo"]]
+
+
+@pytest.mark.parametrize("selection", [["--mutant", "no-such-mutant"], ["--column", "no-such-column"]])
+def test_an_unknown_mutant_or_column_is_an_error_not_an_empty_run(
+    selection: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = mutation.main(["--suite-dir", str(SUITE), "--sdk", "python", "--check", *selection])
+    assert code == 2
+    assert selection[1] in capsys.readouterr().err
