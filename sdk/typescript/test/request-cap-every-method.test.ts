@@ -18,13 +18,13 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { openConnection, type Connection } from "../src/connection.js";
 import { ResourceExhaustedError } from "../src/errors.js";
 import { RunService } from "../src/gen/colossus/api/v1alpha1/run_service_pb.js";
-import { DeploymentMode, ServerInfoSchema, SystemService } from "../src/gen/colossus/api/v1alpha1/system_pb.js";
+import { SystemService } from "../src/gen/colossus/api/v1alpha1/system_pb.js";
 import { resolveClientOptions } from "../src/options.js";
 import { Bearer } from "../src/transport/bearer.js";
 import { parseLeafCertificate, sha256Hex } from "../src/transport/certificate.js";
 import { discover } from "../src/transport/descriptor.js";
 import { requestCapInterceptor } from "../src/transport/request-cap.js";
-import { BEARER, INSTANCE_ID, fixture, writeDiscovery } from "./helpers/fake-worker.js";
+import { BEARER, INSTANCE_ID, daemonServerInfo, fixture, writeDiscovery } from "./helpers/fake-worker.js";
 
 const CAP = 256;
 
@@ -126,17 +126,7 @@ async function startCountingWorker(cap: number): Promise<CountingWorker> {
   const cert = fixture("leaf.pem");
   const routes = (router: ConnectRouter): void => {
     router.service(SystemService, {
-      getServerInfo: () => ({
-        serverInfo: create(ServerInfoSchema, {
-          instanceId: INSTANCE_ID,
-          apiPackage: "colossus.api.v1alpha1",
-          apiVersion: "v1alpha1",
-          apiMajor: 1,
-          deploymentMode: DeploymentMode.SHARED_DAEMON,
-          capabilities: ["artifacts"],
-          limits: { maxRequestBytes: BigInt(cap), maxResponseBytes: 4n * 1024n * 1024n, maxTurns: 100 },
-        }),
-      }),
+      getServerInfo: () => ({ serverInfo: daemonServerInfo({ maxRequestBytes: BigInt(cap) }) }),
     });
   };
   const adapter = connectNodeAdapter({ routes });

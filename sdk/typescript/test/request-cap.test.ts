@@ -3,10 +3,8 @@
 // client must refuse each locally instead of sending it.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { create } from "@bufbuild/protobuf";
-import { DeploymentMode, LimitsSchema } from "../src/gen/colossus/api/v1alpha1/system_pb.js";
 import { Client, InMemoryCredentialProvider, ResourceExhaustedError } from "../src/index.js";
-import { BEARER, INSTANCE_ID, startFakeWorker, type FakeWorker } from "./helpers/fake-worker.js";
+import { BEARER, INSTANCE_ID, daemonServerInfo, startFakeWorker, type FakeWorker } from "./helpers/fake-worker.js";
 
 const workers: FakeWorker[] = [];
 const clients: Client[] = [];
@@ -21,15 +19,7 @@ const longId = (prefix: string): string => `${prefix}_${"a".repeat(60)}`;
 describe("the advertised request cap", () => {
   it("refuses every kind of call over it before anything is sent", async () => {
     const worker = await startFakeWorker({
-      serverInfo: {
-        instanceId: INSTANCE_ID,
-        apiPackage: "colossus.api.v1alpha1",
-        apiVersion: "v1alpha1",
-        apiMajor: 1,
-        deploymentMode: DeploymentMode.SHARED_DAEMON,
-        capabilities: ["artifacts"],
-        limits: create(LimitsSchema, { maxRequestBytes: 48n, maxResponseBytes: 4n * 1024n * 1024n, maxTurns: 100, maxInputParts: 128 }),
-      },
+      serverInfo: daemonServerInfo({ maxRequestBytes: 48n }),
     });
     workers.push(worker);
     const client = await Client.connect({

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { sha256Hex, parseLeafCertificate } from "../../src/transport/certificate.js";
 import { RunService, type WatchRunRequest } from "../../src/gen/colossus/api/v1alpha1/run_service_pb.js";
 import { RunEventSchema, RunSchema, RunStatus, type RunEvent } from "../../src/gen/colossus/api/v1alpha1/runs_pb.js";
-import { DeploymentMode, ServerInfoSchema, SystemService } from "../../src/gen/colossus/api/v1alpha1/system_pb.js";
+import { DeploymentMode, ServerInfoSchema, SystemService, type ServerInfo } from "../../src/gen/colossus/api/v1alpha1/system_pb.js";
 
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../test/fixtures");
 export const fixture = (name: string): string => readFileSync(path.join(fixtures, name), "utf8");
@@ -69,6 +69,19 @@ export async function writeDiscovery(dir: string, port: number, pin: string, pem
   await fs.writeFile(path.join(dir, "certificate.pem"), pem, { mode: 0o600 });
 }
 
+/** What a shared daemon with the `artifacts` capability answers; `limits` replaces its defaults. */
+export function daemonServerInfo(limits: { readonly maxRequestBytes?: bigint } = {}): ServerInfo {
+  return create(ServerInfoSchema, {
+    instanceId: INSTANCE_ID,
+    apiPackage: "colossus.api.v1alpha1",
+    apiVersion: "v1alpha1",
+    apiMajor: 1,
+    deploymentMode: DeploymentMode.SHARED_DAEMON,
+    capabilities: ["artifacts"],
+    limits: { maxRequestBytes: 2n * 1024n * 1024n, maxResponseBytes: 4n * 1024n * 1024n, maxTurns: 100, maxInputParts: 128, ...limits },
+  });
+}
+
 export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): Promise<FakeWorker> {
   const cert = behaviour.cert ?? fixture("leaf.pem");
   const key = behaviour.key ?? fixture("leaf.key");
@@ -83,15 +96,7 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
           for (const session of sessions) session.destroy();
           return await new Promise<never>(() => undefined);
         }
-        const info = create(ServerInfoSchema, {
-          instanceId: INSTANCE_ID,
-          apiPackage: "colossus.api.v1alpha1",
-          apiVersion: "v1alpha1",
-          apiMajor: 1,
-          deploymentMode: DeploymentMode.SHARED_DAEMON,
-          capabilities: ["artifacts"],
-          limits: { maxRequestBytes: 2n * 1024n * 1024n, maxResponseBytes: 4n * 1024n * 1024n, maxTurns: 100, maxInputParts: 128 },
-        });
+        const info = daemonServerInfo();
         if (behaviour.serverInfo !== undefined) Object.assign(info, create(ServerInfoSchema, behaviour.serverInfo), behaviour.serverInfo);
         return { serverInfo: info };
       },
