@@ -484,8 +484,12 @@ def _sidecar_main(argv: list[str]) -> int:
 
         worker.b.on_call = on_call
     if mode == "crash-always":
-        time.sleep(0.3)
-        os._exit(3)
+        # Every worker answers the connect's GetServerInfo, then dies on the next call.
+        def die_after_hello(method: str) -> None:
+            if method != "GetServerInfo":
+                os._exit(3)
+
+        worker.b.on_call = die_after_hello
     if mode == "crash-always-on-connect":
 
         def die(method: str) -> None:
