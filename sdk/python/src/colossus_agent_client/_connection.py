@@ -67,6 +67,9 @@ API_MAJOR: Final = 1
 # grpc_connectivity_state READY in grpcio's core (stable since the C core's first release).
 _READY: Final = 2
 _POLL_SECONDS: Final = 0.25
+# How long a retry's wait for the channel trusts one connection before asking the backend
+# again (a sidecar backend may have replaced it meanwhile).
+_READY_SLICE_SECONDS: Final = 1.0
 
 T = TypeVar("T")
 
@@ -646,7 +649,19 @@ class _ReadySync:
         self._backend = backend
 
     def __call__(self, timeout: float | None) -> bool:
-        return self._backend.connection().wait_ready(timeout)
+        # In slices, asking the backend for its connection each time: a sidecar whose exit
+        # is noticed during the wait is then replaced, instead of the read waiting out its
+        # whole budget on the dead worker's channel.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = _READY_SLICE_SECONDS if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return False
+            started = time.monotonic()
+            if self._backend.connection().wait_ready(min(left, _READY_SLICE_SECONDS)):
+                return True
+            if time.monotonic() - started < min(left, _READY_SLICE_SECONDS) / 2:
+                return False  # the channel closed under the wait: nothing to wait for
 
     def refusal(self) -> TrustError | None:
         return self._backend.connection().trust_refusal()
@@ -659,7 +674,17 @@ class _ReadyAsync:
         self._backend = backend
 
     async def __call__(self, timeout: float | None) -> bool:
-        return await (await self._backend.connection()).wait_ready(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:  # in slices, as in _ReadySync
+            left = _READY_SLICE_SECONDS if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                return False
+            started = time.monotonic()
+            connection = await self._backend.connection()
+            if await connection.wait_ready(min(left, _READY_SLICE_SECONDS)):
+                return True
+            if time.monotonic() - started < min(left, _READY_SLICE_SECONDS) / 2:
+                return False  # the channel closed under the wait: nothing to wait for
 
     async def refusal(self) -> TrustError | None:
         return (await self._backend.connection()).trust_refusal()
