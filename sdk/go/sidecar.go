@@ -35,7 +35,7 @@ func StartSidecar(ctx context.Context, o SidecarOptions) (*Client, error) {
 	s, err := sup.start(ctx)
 	// A worker that died while we connected to it is replaced like one that dies later,
 	// within the same budget. A failed spawn or bootstrap (ErrSidecar) is not an exit.
-	for err != nil && ctx.Err() == nil && !errors.Is(err, ErrSidecar) && sup.diedWithin(exitNoticeGrace) {
+	for err != nil && ctx.Err() == nil && !errors.Is(err, ErrSidecar) && sup.diedWhileConnecting() {
 		s, err = sup.restart(ctx, nil)
 	}
 	if err != nil {
@@ -159,13 +159,14 @@ func (sup *sidecarSupervisor) needsRestart() bool {
 	}
 }
 
-// exitNoticeGrace bounds the wait for a worker's exit to be reaped after a connect failed:
-// the connection a dying worker refuses can arrive just before its exit is noticed.
+// exitNoticeGrace bounds the wait for a worker's exit to be reaped after a connect failed.
 const exitNoticeGrace = time.Second
 
-// diedWithin reports whether the current worker has exited, waiting up to d to find out.
-func (sup *sidecarSupervisor) diedWithin(d time.Duration) bool {
-	return sup.process != nil && sup.process.exitedWithin(d)
+// diedWhileConnecting reports whether the worker exited, after a connect to it failed. A
+// dying worker can refuse the connection just before its exit is noticed, so this waits up
+// to exitNoticeGrace for it.
+func (sup *sidecarSupervisor) diedWhileConnecting() bool {
+	return sup.process != nil && sup.process.exitedWithin(exitNoticeGrace)
 }
 
 // restart replaces a worker that exited unexpectedly (bounded, with backoff).

@@ -112,8 +112,12 @@ export class SidecarProcess {
 
   /** Whether the worker exited unexpectedly, waiting up to `ms` to find out. */
   async diedWithin(ms: number): Promise<boolean> {
-    const exited = await Promise.race([this.exited.then(() => true), sleep(ms).then(() => false)]);
-    return exited && !this.closing;
+    return (await this.exitedWithin(ms)) && !this.closing;
+  }
+
+  /** Whether the worker has exited, waiting up to `ms` to find out. */
+  private exitedWithin(ms: number): Promise<boolean> {
+    return Promise.race([this.exited.then(() => true), sleep(ms).then(() => false)]);
   }
 
   static async spawn(options: SidecarOptions, stateDir: string, signal?: AbortSignal): Promise<SidecarProcess> {
@@ -165,13 +169,11 @@ export class SidecarProcess {
     this.closing = true;
     this.keepalive.destroy();
     const pid = this.pid;
-    const gone = (ms: number): Promise<boolean> =>
-      Promise.race([this.exited.then(() => true), sleep(ms).then(() => false)]);
-    if (!(await gone(graceMs))) {
+    if (!(await this.exitedWithin(graceMs))) {
       killGroup(pid, "SIGTERM");
-      if (!(await gone(2_000))) {
+      if (!(await this.exitedWithin(2_000))) {
         killGroup(pid, "SIGKILL");
-        await gone(5_000);
+        await this.exitedWithin(5_000);
       }
     }
     // Stragglers in the group that outlived the leader.

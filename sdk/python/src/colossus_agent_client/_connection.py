@@ -642,6 +642,21 @@ class _AsyncSource(Protocol):
     async def connection(self) -> AsyncConnection: ...
 
 
+def _ready_slices(timeout: float | None) -> Iterator[float]:
+    """The lengths of the slices a retry's wait for the channel is cut into.
+
+    The backend is asked for its connection again before each slice, so a sidecar whose
+    exit is noticed during the wait is replaced, instead of the read waiting out its whole
+    budget on the dead worker's channel.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = _READY_SLICE_SECONDS if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            return
+        yield min(left, _READY_SLICE_SECONDS)
+
+
 class _ReadySync:
     """A ``ready`` callback for :func:`retry_sync` that also names the relay's refusal."""
 
@@ -649,19 +664,13 @@ class _ReadySync:
         self._backend = backend
 
     def __call__(self, timeout: float | None) -> bool:
-        # In slices, asking the backend for its connection each time: a sidecar whose exit
-        # is noticed during the wait is then replaced, instead of the read waiting out its
-        # whole budget on the dead worker's channel.
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = _READY_SLICE_SECONDS if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return False
+        for wait in _ready_slices(timeout):
             started = time.monotonic()
-            if self._backend.connection().wait_ready(min(left, _READY_SLICE_SECONDS)):
+            if self._backend.connection().wait_ready(wait):
                 return True
-            if time.monotonic() - started < min(left, _READY_SLICE_SECONDS) / 2:
+            if time.monotonic() - started < wait / 2:
                 return False  # the channel closed under the wait: nothing to wait for
+        return False
 
     def refusal(self) -> TrustError | None:
         return self._backend.connection().trust_refusal()
@@ -674,17 +683,13 @@ class _ReadyAsync:
         self._backend = backend
 
     async def __call__(self, timeout: float | None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:  # in slices, as in _ReadySync
-            left = _READY_SLICE_SECONDS if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                return False
+        for wait in _ready_slices(timeout):
             started = time.monotonic()
-            connection = await self._backend.connection()
-            if await connection.wait_ready(min(left, _READY_SLICE_SECONDS)):
+            if await (await self._backend.connection()).wait_ready(wait):
                 return True
-            if time.monotonic() - started < min(left, _READY_SLICE_SECONDS) / 2:
+            if time.monotonic() - started < wait / 2:
                 return False  # the channel closed under the wait: nothing to wait for
+        return False
 
     async def refusal(self) -> TrustError | None:
         return (await self._backend.connection()).trust_refusal()
