@@ -94,6 +94,13 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	return c.current, nil
 }
 
+// currentSession is the session calls use now, without restarting a sidecar.
+func (c *Client) currentSession() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current
+}
+
 // Close closes the channel and, for a sidecar, ends the worker's process group. It is
 // idempotent. Watches in progress end with an error.
 func (c *Client) Close() error {

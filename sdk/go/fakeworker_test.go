@@ -127,6 +127,12 @@ func (w *fakeWorker) serve(t *testing.T, cfg *tls.Config, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.serveOn(t, cfg, lis)
+}
+
+// serveOn serves on lis, which a test may wrap to misbehave at the TCP level.
+func (w *fakeWorker) serveOn(t *testing.T, cfg *tls.Config, lis net.Listener) {
+	t.Helper()
 	w.addr = lis.Addr().String()
 	w.server = grpc.NewServer(grpc.Creds(credentials.NewTLS(cfg)),
 		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

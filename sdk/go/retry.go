@@ -159,5 +159,8 @@ func retryRead[T any](ctx context.Context, c *Client, what string, policy RetryP
 		if serr := sleep(ctx, delay); serr != nil {
 			return v, err
 		}
+		if s := c.currentSession(); s != nil {
+			s.awaitFreshAttempt(ctx)
+		}
 	}
 }

@@ -39,6 +39,14 @@ type session struct {
 	bearer    *bearerCredentials
 	info      ServerInfo
 	callOpts  []grpc.CallOption
+	// gone closes when the channel's worker is known to have exited (sidecar only).
+	gone <-chan struct{}
+}
+
+// awaitFreshAttempt holds a retry until the channel tries a new connection (see the
+// function of that name).
+func (s *session) awaitFreshAttempt(ctx context.Context) {
+	awaitFreshAttempt(ctx, s.conn, s.gone)
 }
 
 // openSession runs C4-C7 against a target: a channel enforcing the TLS policy on every
@@ -125,6 +133,7 @@ func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *sl
 		if sleep(ctx, delay) != nil {
 			return ServerInfo{}, mapped
 		}
+		s.awaitFreshAttempt(ctx)
 	}
 }
 

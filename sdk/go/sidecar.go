@@ -143,7 +143,12 @@ func (sup *sidecarSupervisor) start(ctx context.Context) (*session, error) {
 	t := target{endpoint: p.reply.endpoint, expectedInstanceID: p.reply.instanceID,
 		expectedPin: p.reply.certificate.sha256, expectedMode: DeploymentModeSidecar}
 	bearer := p.reply.bearer
-	return openSession(ctx, t, func(context.Context) (*secret, error) { return bearer, nil }, sup.opts.ClientOptions, sup.log)
+	s, err := openSession(ctx, t, func(context.Context) (*secret, error) { return bearer, nil }, sup.opts.ClientOptions, sup.log)
+	if err != nil {
+		return nil, err
+	}
+	s.gone = p.exited
+	return s, nil
 }
 
 func (sup *sidecarSupervisor) needsRestart() bool {

@@ -151,6 +151,7 @@ func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool)
 		if err := sleep(ctx, plan.delay); err != nil {
 			return mapRPCError(ctx, err, readCall, "")
 		}
+		s.awaitFreshAttempt(ctx)
 	}
 }
 
