@@ -12,7 +12,9 @@ import (
 )
 
 // droppingListener resets the next `drops` connections it accepts before the TLS
-// handshake, as a restarting worker's front may, and can cut every live connection.
+// handshake, as a restarting worker's front may, and can cut every live connection. The
+// SDK follows each silent drop with a version probe, which is dropped too: two drops are
+// one failed attempt.
 type droppingListener struct {
 	net.Listener
 	drops atomic.Int32
@@ -66,24 +68,32 @@ func startDroppingWorker(t *testing.T) (*fakeWorker, *droppingListener) {
 	return w, lis
 }
 
-// Each retry must be a new connection attempt. grpc-go fails a call made while the
-// channel waits to reconnect with the previous attempt's error at once; retried at once,
-// two dropped connections would spend a three-attempt budget on one real attempt.
-func TestReadRetriesAreFreshConnectionAttempts(t *testing.T) {
-	w, lis := startDroppingWorker(t)
+// connectWithRetry connects to w with a retry policy of fast, fixed delays (1 ms), far
+// shorter than grpc-go's wait between reconnects.
+func connectWithRetry(t *testing.T, w *fakeWorker, attempts int) *Client {
+	t.Helper()
 	opts := w.options(t, nil)
-	opts.Retry = RetryPolicy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Multiplier: 1}
+	opts.Retry = RetryPolicy{MaxAttempts: attempts, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Multiplier: 1}
 	c, err := Connect(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
 
-	lis.drops.Store(2)
+// Each retry must be a new connection attempt. grpc-go fails a call made while the
+// channel waits to reconnect with the previous attempt's error at once; retried then, a
+// read would spend its attempts on that one failure.
+func TestReadRetriesAreFreshConnectionAttempts(t *testing.T) {
+	w, lis := startDroppingWorker(t)
+	c := connectWithRetry(t, w, 3)
+
+	lis.drops.Store(4) // two failed attempts, each with its probe; the third succeeds
 	lis.cutAll()
 	run, err := c.Runs.Get(context.Background(), "run_1")
 	if err != nil {
-		t.Fatalf("two dropped connections spent a budget of three attempts: %v", err)
+		t.Fatalf("two failed connection attempts spent a budget of three: %v", err)
 	}
 	if run.RunID != "run_1" {
 		t.Fatalf("run %q", run.RunID)
@@ -109,23 +119,17 @@ func TestWatchReconnectsAreFreshConnectionAttempts(t *testing.T) {
 	w.getRunFn = func(req *pb.GetRunRequest) (*pb.GetRunResponse, error) {
 		return &pb.GetRunResponse{Run: &pb.Run{RunId: req.GetRunId(), Status: pb.RunStatus_RUN_STATUS_SUCCEEDED, LastSequence: 2}}, nil
 	}
-	opts := w.options(t, nil)
-	// The cut and the two drops are three failed attempts; the fourth succeeds.
-	opts.Retry = RetryPolicy{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Multiplier: 1}
-	c, err := Connect(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	// The cut and two dropped reconnects are three failed attempts; the fourth succeeds.
+	c := connectWithRetry(t, w, 4)
 
 	var seqs []uint64
 	for ev, err := range c.Runs.Watch(context.Background(), "run_1") {
 		if err != nil {
-			t.Fatalf("two dropped connections ended the watch after %v: %v", seqs, err)
+			t.Fatalf("two failed reconnects ended the watch after %v: %v", seqs, err)
 		}
 		seqs = append(seqs, ev.Sequence)
 		if ev.Sequence == 1 {
-			lis.drops.Store(2)
+			lis.drops.Store(4)
 			lis.cutAll()
 		}
 	}
