@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+
 	pb "github.com/obscuritylabs/colossus-sdks/sdk/go/gen/colossus/api/v1alpha1"
 )
 
@@ -138,5 +143,46 @@ func TestWatchReconnectsAreFreshConnectionAttempts(t *testing.T) {
 	}
 	if left := lis.drops.Load(); left > 0 {
 		t.Fatalf("%d drops were never met: the test did not exercise the reconnects", left)
+	}
+}
+
+// A sidecar's wait for a fresh attempt ends when its worker exits: the replacement
+// worker gets another channel, so waiting out this one's reconnect delay is pointless.
+func TestAwaitFreshAttemptEndsWhenTheWorkerIsGone(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	address := lis.Addr().String()
+	_ = lis.Close() // nothing listens: every connection is refused
+	conn, err := grpc.NewClient("passthrough:///"+address,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{BaseDelay: time.Minute, Multiplier: 1, MaxDelay: time.Minute}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	conn.Connect()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for conn.GetState() != connectivity.TransientFailure {
+		if !conn.WaitForStateChange(ctx, conn.GetState()) {
+			t.Fatal("the channel never reached TRANSIENT_FAILURE")
+		}
+	}
+
+	waited := make(chan struct{})
+	gone := make(chan struct{})
+	go func() { awaitFreshAttempt(context.Background(), conn, gone); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("the wait ended while the channel was still waiting to reconnect")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(gone)
+	select {
+	case <-waited:
+	case <-time.After(time.Second):
+		t.Fatal("the wait went on after the worker was gone")
 	}
 }
