@@ -156,11 +156,8 @@ func retryRead[T any](ctx context.Context, c *Client, what string, policy RetryP
 			return v, err
 		}
 		c.log.Info("retrying read", "call", what, "attempt", n, "delay", delay)
-		if serr := sleep(ctx, delay); serr != nil {
+		if c.currentSession().pauseBeforeRetry(ctx, delay) != nil {
 			return v, err
-		}
-		if s := c.currentSession(); s != nil {
-			s.awaitFreshAttempt(ctx)
 		}
 	}
 }

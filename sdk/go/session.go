@@ -3,6 +3,7 @@ package colossus
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -43,10 +44,14 @@ type session struct {
 	gone <-chan struct{}
 }
 
-// awaitFreshAttempt holds a retry until the channel tries a new connection (see the
-// function of that name).
-func (s *session) awaitFreshAttempt(ctx context.Context) {
+// pauseBeforeRetry sleeps a retry's backoff delay, then holds the retry until the channel
+// tries a new connection (awaitFreshAttempt), so that every retry is a real attempt.
+func (s *session) pauseBeforeRetry(ctx context.Context, delay time.Duration) error {
+	if err := sleep(ctx, delay); err != nil {
+		return err
+	}
 	awaitFreshAttempt(ctx, s.conn, s.gone)
+	return nil
 }
 
 // openSession runs C4-C7 against a target: a channel enforcing the TLS policy on every
@@ -130,10 +135,9 @@ func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *sl
 			return ServerInfo{}, mapped
 		}
 		log.Info("retrying GetServerInfo", "attempt", n, "delay", delay)
-		if sleep(ctx, delay) != nil {
+		if s.pauseBeforeRetry(ctx, delay) != nil {
 			return ServerInfo{}, mapped
 		}
-		s.awaitFreshAttempt(ctx)
 	}
 }
 

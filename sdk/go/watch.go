@@ -148,10 +148,9 @@ func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool)
 		if w.cfg.onReconnect != nil {
 			w.cfg.onReconnect(info)
 		}
-		if err := sleep(ctx, plan.delay); err != nil {
+		if err := s.pauseBeforeRetry(ctx, plan.delay); err != nil {
 			return mapRPCError(ctx, err, readCall, "")
 		}
-		s.awaitFreshAttempt(ctx)
 	}
 }
 
