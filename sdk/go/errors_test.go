@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -84,5 +85,19 @@ func TestStatusMapping(t *testing.T) {
 	st, _ := status.New(codes.FailedPrecondition, "x").WithDetails(&errdetails.ErrorInfo{Reason: "ERROR_REASON_CAPABILITY_NOT_SUPPORTED", Domain: "elsewhere"})
 	if got := mapRPCError(ctx, st.Err(), readCall, ""); errors.Is(got, ErrCapabilityMissing) {
 		t.Error("foreign ErrorInfo domain was trusted")
+	}
+}
+
+// expiredByClock has a deadline in the past whose timer has not fired yet: the moment
+// grpc-go can already report DEADLINE_EXCEEDED while ctx.Err() is still nil.
+type expiredByClock struct{ context.Context }
+
+func (expiredByClock) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestADeadlinePassedByTheClockIsTheCallersDeadline(t *testing.T) {
+	ctx := expiredByClock{context.Background()}
+	err := mapRPCError(ctx, status.Error(codes.DeadlineExceeded, "stream terminated by RST_STREAM with error code: CANCEL"), readCall, "")
+	if !errors.Is(err, ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v; want ErrDeadlineExceeded and context.DeadlineExceeded", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -95,12 +96,12 @@ func mapRPCError(ctx context.Context, err error, call callKind, idempotencyKey s
 	cause := err
 	// A caller's cancellation is reported as such, not as a server fault, and keeps the
 	// context's error reachable: errors.Is(err, context.Canceled) holds as in net/http.
-	if ctx != nil && ctx.Err() != nil && (code == codes.Canceled || code == codes.DeadlineExceeded) {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if ended := contextEnded(ctx); ended != nil && (code == codes.Canceled || code == codes.DeadlineExceeded) {
+		if errors.Is(ended, context.DeadlineExceeded) {
 			code = codes.DeadlineExceeded
 		}
-		if !errors.Is(err, ctx.Err()) {
-			cause = errors.Join(err, ctx.Err())
+		if !errors.Is(err, ended) {
+			cause = errors.Join(err, ended)
 		}
 	}
 	reason, meta := errorInfo(st)
@@ -127,4 +128,20 @@ func mapRPCError(ctx context.Context, err error, call callKind, idempotencyKey s
 		IdempotencyKey: idempotencyKey,
 		cause:          cause,
 	}
+}
+
+// contextEnded is ctx's error, or context.DeadlineExceeded once its deadline has passed
+// even if its timer has not fired yet: grpc-go reports a call whose deadline passed by the
+// clock (a server's RST_STREAM after it gave up) before ctx.Err() is set.
+func contextEnded(ctx context.Context) error {
+	if ctx == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
