@@ -10,6 +10,7 @@ tiny and their field numbers are frozen.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from .protowire import length_delimited, varint
 
 DOMAIN = "colossus.api.v1alpha1"
 _STATUS_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+_RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
 
 
 class ApiError(Exception):
@@ -28,7 +30,9 @@ class ApiError(Exception):
 
     The message is shown to callers, so it must never contain paths, SQL,
     stack traces, tool names or secrets. ``metadata`` may carry the hints
-    ``field``, ``limit``, ``scope`` and ``capability``.
+    ``field``, ``limit``, ``scope`` and ``capability``. ``retry_delay`` (seconds), when
+    set, goes out as a ``google.rpc.RetryInfo`` beside the ``ErrorInfo``: the earliest
+    moment a retry of the same request can succeed.
     """
 
     def __init__(
@@ -37,15 +41,17 @@ class ApiError(Exception):
         reason: str,
         message: str,
         metadata: Mapping[str, str] | None = None,
+        retry_delay: float | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.metadata: dict[str, str] = dict(metadata or {})
+        self.retry_delay = retry_delay
 
     def to_grpc(self) -> GRPCError:
-        return GRPCError(self.code, self.message, (self.reason, self.metadata))
+        return GRPCError(self.code, self.message, (self.reason, self.metadata, self.retry_delay))
 
 
 class JournalIntegrityError(Exception):
@@ -71,8 +77,10 @@ def invalid(field: str, message: str) -> ApiError:
     return ApiError(Status.INVALID_ARGUMENT, "FIELD_INVALID", message, {"field": field})
 
 
-def exhausted(reason: str, message: str, limit: str) -> ApiError:
-    return ApiError(Status.RESOURCE_EXHAUSTED, reason, message, {"limit": limit})
+def exhausted(
+    reason: str, message: str, limit: str, retry_delay: float | None = None
+) -> ApiError:
+    return ApiError(Status.RESOURCE_EXHAUSTED, reason, message, {"limit": limit}, retry_delay)
 
 
 def run_not_found() -> ApiError:
@@ -111,7 +119,26 @@ def encode_error_info(reason: str, metadata: Mapping[str, str]) -> bytes:
     return body
 
 
-def encode_status(code: int, message: str, reason: str, metadata: Mapping[str, str]) -> bytes:
+def encode_retry_info(seconds: float) -> bytes:
+    """``google.rpc.RetryInfo{retry_delay: google.protobuf.Duration}``, rounded up to
+    whole milliseconds so a client that waits exactly this long is not early."""
+    millis = max(0, math.ceil(seconds * 1000))
+    whole, nanos = divmod(millis, 1000)
+    duration = b""
+    if whole:
+        duration += varint(1 << 3) + varint(whole)
+    if nanos:
+        duration += varint(2 << 3) + varint(nanos * 1_000_000)
+    return length_delimited(1, duration)
+
+
+def encode_status(
+    code: int,
+    message: str,
+    reason: str,
+    metadata: Mapping[str, str],
+    retry_delay: float | None = None,
+) -> bytes:
     any_msg = length_delimited(1, _STATUS_TYPE.encode()) + length_delimited(
         2, encode_error_info(reason, metadata)
     )
@@ -120,15 +147,22 @@ def encode_status(code: int, message: str, reason: str, metadata: Mapping[str, s
         body += varint(1 << 3) + varint(code)
     if message:
         body += length_delimited(2, message.encode())
-    return body + length_delimited(3, any_msg)
+    body += length_delimited(3, any_msg)
+    if retry_delay is not None:
+        retry_any = length_delimited(1, _RETRY_INFO_TYPE.encode()) + length_delimited(
+            2, encode_retry_info(retry_delay)
+        )
+        body += length_delimited(3, retry_any)
+    return body
 
 
 class ErrorInfoDetailsCodec(StatusDetailsCodecBase):
-    """grpclib details codec: ``details`` is ``(reason, metadata)``."""
+    """grpclib details codec: ``details`` is ``(reason, metadata[, retry_delay])``."""
 
     def encode(self, status: Status, message: str | None, details: Any) -> bytes:
-        reason, metadata = details
-        return encode_status(status.value, message or "", reason, metadata)
+        reason, metadata, *rest = details
+        retry_delay = rest[0] if rest else None
+        return encode_status(status.value, message or "", reason, metadata, retry_delay)
 
     def decode(self, status: Status, message: str | None, data: bytes) -> Any:
         return data  # the worker never reads statuses back

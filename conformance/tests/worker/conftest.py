@@ -56,11 +56,26 @@ def error_info(err: grpc.RpcError) -> tuple[grpc.StatusCode, str, dict[str, str]
     raw = dict(err.trailing_metadata() or ()).get("grpc-status-details-bin")
     assert raw, f"no status details on {err.code()}"
     status = status_pb2.Status.FromString(raw)
-    assert len(status.details) == 1
+    # Exactly one ErrorInfo; the only other detail the worker may add is one RetryInfo.
+    infos = [d for d in status.details if d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR)]
+    others = [d for d in status.details if not d.Is(error_details_pb2.ErrorInfo.DESCRIPTOR)]
+    assert len(infos) == 1
+    assert len(others) <= 1 and all(d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in others)
     info = error_details_pb2.ErrorInfo()
-    assert status.details[0].Unpack(info)
+    assert infos[0].Unpack(info)
     assert info.domain == "colossus.api.v1alpha1"
     return err.code(), info.reason, dict(info.metadata)
+
+
+def retry_delay(err: grpc.RpcError) -> float | None:
+    """The seconds of the call's ``google.rpc.RetryInfo``, or None without one."""
+    raw = dict(err.trailing_metadata() or ()).get("grpc-status-details-bin")
+    status = status_pb2.Status.FromString(raw)
+    for detail in status.details:
+        retry = error_details_pb2.RetryInfo()
+        if detail.Unpack(retry):
+            return retry.retry_delay.seconds + retry.retry_delay.nanos / 1e9
+    return None
 
 
 def expect_error(call: Any, code: grpc.StatusCode, reason: str) -> dict[str, str]:

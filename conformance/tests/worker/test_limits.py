@@ -8,7 +8,7 @@ import ssl
 import grpc
 import pytest
 
-from conftest import ROOMY, error_info, expect_error, pb, script
+from conftest import ROOMY, error_info, expect_error, pb, retry_delay, script
 
 S = pb.runs
 OK = grpc.StatusCode
@@ -64,6 +64,11 @@ def test_create_buckets_per_application_and_global(make_worker):
         c1.create(f"k{i}")
     meta = expect_error(lambda: c1.create("k4"), OK.RESOURCE_EXHAUSTED, "CREATE_RATE_LIMIT")
     assert meta["limit"] == "create_rate_per_application"
+    # The refusal says when a token is back (RetryInfo): at most one refill period (1 s).
+    with pytest.raises(grpc.RpcError) as caught:
+        c1.create("k4")
+    delay = retry_delay(caught.value)
+    assert delay is not None and 0 < delay <= 1.0
     assert c1.create("k0").replayed  # replays are free
     refused = None
     for app in apps[1:]:

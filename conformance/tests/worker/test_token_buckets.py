@@ -109,3 +109,41 @@ def test_a_refused_check_spends_nothing(clock: ManualClock) -> None:
     clock.advance(1.0)  # one token back: the refusals above must not have borrowed it
     _admit(rate, "app1")
     assert _refusal(rate, "app1") == "create_rate_per_application"
+
+
+def test_a_refusal_carries_the_wait_until_both_buckets_hold_a_token(clock: ManualClock) -> None:
+    rate = limits.CreateRateLimiter(rate=4.0, burst=6, app_rate=1.0, app_burst=4)
+    for _ in range(4):
+        _admit(rate, "app1")
+    with pytest.raises(ApiError) as caught:
+        rate.check("app1")
+    assert caught.value.retry_delay == pytest.approx(1.0)  # one token at 1 a second
+    clock.advance(0.75)
+    with pytest.raises(ApiError) as caught:
+        rate.check("app1")
+    assert caught.value.retry_delay == pytest.approx(0.25)
+
+
+def test_an_empty_global_bucket_sets_the_delay_by_its_own_refill(clock: ManualClock) -> None:
+    rate = limits.CreateRateLimiter(rate=4.0, burst=2, app_rate=1.0, app_burst=4)
+    _admit(rate, "app1")
+    _admit(rate, "app1")
+    with pytest.raises(ApiError) as caught:
+        rate.check("app2")
+    assert caught.value.metadata["limit"] == "create_rate"
+    assert caught.value.retry_delay == pytest.approx(0.25)  # one token at 4 a second
+
+
+def test_the_retry_delay_is_encoded_as_retry_info_rounded_up_to_milliseconds() -> None:
+    from google.rpc import error_details_pb2, status_pb2
+
+    from colossus_reference_worker.errors import encode_status
+
+    blob = encode_status(8, "slow down", "CREATE_RATE_LIMIT", {"limit": "create_rate"}, 1.2345)
+    status = status_pb2.Status.FromString(blob)
+    assert [d.type_url.rsplit(".", 1)[-1] for d in status.details] == ["ErrorInfo", "RetryInfo"]
+    retry = error_details_pb2.RetryInfo()
+    assert status.details[1].Unpack(retry)
+    assert (retry.retry_delay.seconds, retry.retry_delay.nanos) == (1, 235_000_000)
+    # Without a delay, the ErrorInfo stays the only detail.
+    assert len(status_pb2.Status.FromString(encode_status(8, "", "WATCH_LIMIT", {})).details) == 1

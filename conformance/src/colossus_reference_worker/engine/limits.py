@@ -28,6 +28,13 @@ class TokenBucket:
         self._refill()
         return self._tokens >= 1.0
 
+    def wait(self) -> float:
+        """Seconds until the bucket holds a whole token again (0 when it holds one)."""
+        self._refill()
+        if self._tokens >= 1.0:
+            return 0.0
+        return (1.0 - self._tokens) / self._rate if self._rate > 0 else 1.0
+
     def take(self) -> None:
         self._refill()
         self._tokens -= 1.0
@@ -43,18 +50,22 @@ class CreateRateLimiter:
         self._apps: dict[str, TokenBucket] = {}
 
     def check(self, application_id: str) -> None:
+        """Refuses with ``CREATE_RATE_LIMIT`` when either bucket is empty; the refusal's
+        retry delay is when both hold a token again (W11)."""
         app = self._apps.setdefault(application_id, TokenBucket(self._app_rate, self._app_burst))
         if not app.available():
             raise exhausted(
                 "CREATE_RATE_LIMIT",
                 "too many new runs for this application; retry later with the same key",
                 "create_rate_per_application",
+                retry_delay=max(app.wait(), self._global.wait()),
             )
         if not self._global.available():
             raise exhausted(
                 "CREATE_RATE_LIMIT",
                 "too many new runs; retry later with the same key",
                 "create_rate",
+                retry_delay=self._global.wait(),
             )
 
     def take(self, application_id: str) -> None:

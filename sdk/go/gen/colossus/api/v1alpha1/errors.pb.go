@@ -40,7 +40,8 @@ const (
 // Retries: only `UNAVAILABLE` is retryable, and only for reads (`GetRun`,
 // `ListRuns`, `WatchRun`, `GetServerInfo`, `DownloadArtifact`). Mutations are
 // never retried automatically; `CreateRun` is retried by the caller with the
-// same idempotency key.
+// same idempotency key (after `CREATE_RATE_LIMIT`, no sooner than its
+// `google.rpc.RetryInfo` says).
 type ErrorReason int32
 
 const (
@@ -113,7 +114,10 @@ const (
 	// RESOURCE_EXHAUSTED: too many active runs (global or per application).
 	ErrorReason_ERROR_REASON_ACTIVE_RUN_LIMIT ErrorReason = 60
 	// RESOURCE_EXHAUSTED: the create token bucket is empty; retry later with
-	// the same idempotency key.
+	// the same idempotency key. The run was not created, so that retry is safe.
+	// The status details also carry one `google.rpc.RetryInfo` whose
+	// `retry_delay` is how long until the bucket holds a token again (the
+	// earliest moment a retry can succeed; other creates may take it first).
 	ErrorReason_ERROR_REASON_CREATE_RATE_LIMIT ErrorReason = 61
 	// RESOURCE_EXHAUSTED: too many open watches (global or per application).
 	ErrorReason_ERROR_REASON_WATCH_LIMIT ErrorReason = 62

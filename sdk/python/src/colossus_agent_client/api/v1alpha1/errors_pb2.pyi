@@ -105,7 +105,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """RESOURCE_EXHAUSTED: too many active runs (global or per application)."""
     ERROR_REASON_CREATE_RATE_LIMIT: _ErrorReason.ValueType  # 61
     """RESOURCE_EXHAUSTED: the create token bucket is empty; retry later with
-    the same idempotency key.
+    the same idempotency key. The run was not created, so that retry is safe.
+    The status details also carry one `google.rpc.RetryInfo` whose
+    `retry_delay` is how long until the bucket holds a token again (the
+    earliest moment a retry can succeed; other creates may take it first).
     """
     ERROR_REASON_WATCH_LIMIT: _ErrorReason.ValueType  # 62
     """RESOURCE_EXHAUSTED: too many open watches (global or per application)."""
@@ -150,7 +153,8 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     Retries: only `UNAVAILABLE` is retryable, and only for reads (`GetRun`,
     `ListRuns`, `WatchRun`, `GetServerInfo`, `DownloadArtifact`). Mutations are
     never retried automatically; `CreateRun` is retried by the caller with the
-    same idempotency key.
+    same idempotency key (after `CREATE_RATE_LIMIT`, no sooner than its
+    `google.rpc.RetryInfo` says).
     """
 
 ERROR_REASON_UNSPECIFIED: ErrorReason.ValueType  # 0
@@ -236,7 +240,10 @@ ERROR_REASON_ACTIVE_RUN_LIMIT: ErrorReason.ValueType  # 60
 """RESOURCE_EXHAUSTED: too many active runs (global or per application)."""
 ERROR_REASON_CREATE_RATE_LIMIT: ErrorReason.ValueType  # 61
 """RESOURCE_EXHAUSTED: the create token bucket is empty; retry later with
-the same idempotency key.
+the same idempotency key. The run was not created, so that retry is safe.
+The status details also carry one `google.rpc.RetryInfo` whose
+`retry_delay` is how long until the bucket holds a token again (the
+earliest moment a retry can succeed; other creates may take it first).
 """
 ERROR_REASON_WATCH_LIMIT: ErrorReason.ValueType  # 62
 """RESOURCE_EXHAUSTED: too many open watches (global or per application)."""

@@ -258,7 +258,8 @@ class ErrorReason(betterproto2.Enum):
     Retries: only `UNAVAILABLE` is retryable, and only for reads (`GetRun`,
     `ListRuns`, `WatchRun`, `GetServerInfo`, `DownloadArtifact`). Mutations are
     never retried automatically; `CreateRun` is retried by the caller with the
-    same idempotency key.
+    same idempotency key (after `CREATE_RATE_LIMIT`, no sooner than its
+    `google.rpc.RetryInfo` says).
     """
 
     UNSPECIFIED = 0
@@ -413,7 +414,10 @@ class ErrorReason(betterproto2.Enum):
     CREATE_RATE_LIMIT = 61
     """
     RESOURCE_EXHAUSTED: the create token bucket is empty; retry later with
-    the same idempotency key.
+    the same idempotency key. The run was not created, so that retry is safe.
+    The status details also carry one `google.rpc.RetryInfo` whose
+    `retry_delay` is how long until the bucket holds a token again (the
+    earliest moment a retry can succeed; other creates may take it first).
     """
 
     WATCH_LIMIT = 62

@@ -31,7 +31,8 @@ export const file_colossus_api_v1alpha1_errors: GenFile = /*@__PURE__*/
  * Retries: only `UNAVAILABLE` is retryable, and only for reads (`GetRun`,
  * `ListRuns`, `WatchRun`, `GetServerInfo`, `DownloadArtifact`). Mutations are
  * never retried automatically; `CreateRun` is retried by the caller with the
- * same idempotency key.
+ * same idempotency key (after `CREATE_RATE_LIMIT`, no sooner than its
+ * `google.rpc.RetryInfo` says).
  *
  * @generated from enum colossus.api.v1alpha1.ErrorReason
  */
@@ -241,7 +242,10 @@ export enum ErrorReason {
 
   /**
    * RESOURCE_EXHAUSTED: the create token bucket is empty; retry later with
-   * the same idempotency key.
+   * the same idempotency key. The run was not created, so that retry is safe.
+   * The status details also carry one `google.rpc.RetryInfo` whose
+   * `retry_delay` is how long until the bucket holds a token again (the
+   * earliest moment a retry can succeed; other creates may take it first).
    *
    * @generated from enum value: ERROR_REASON_CREATE_RATE_LIMIT = 61;
    */
