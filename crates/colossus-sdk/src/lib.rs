@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod options;
 pub mod reasons;
 
 pub use error::{Code, Error, Kind, Result};
