@@ -86,25 +86,32 @@ def build() -> Parser:
 
     dev = _sub(subs, "dev", "serve a development worker: private folder, an enrolled "
                "application, and connection snippets for each SDK", f"""
-        {PROG} dev                              # bearer stored in the OS keyring
-        {PROG} dev --bearer-fd 3 3> >(my-secret-store put dev-app)  # headless: a pipe
-        {PROG} dev --print-bearer-insecurely    # shows the bearer on the terminal
+        {PROG} dev                              # bearer in DIR/dev-app.bearer (0600)
+        {PROG} dev --keyring                    # bearer in the OS keyring instead
+        {PROG} dev --bearer-fd 3 3> >(my-secret-store put dev-app)  # a fresh one, to a pipe
+        {PROG} dev --json                       # the connection facts as one JSON object
         """, level="INFO")
     dev.add_argument("--public-api-dir", type=Path, metavar="DIR",
-                     help="folder for the discovery files (default: "
+                     help="folder for the discovery files and the bearer file (default: "
                           "$XDG_STATE_HOME/colossus-reference-worker/dev); created 0700")
     dev.add_argument("--state-dir", type=Path, metavar="DIR",
                      help="private state folder (default: DIR/state under --public-api-dir)")
     dev.add_argument("--application", default="dev-app", metavar="APP",
                      help="application to enrol with every scope (default dev-app)")
-    dev.add_argument("--keyring-service", default="colossus", metavar="NAME",
-                     help="OS keyring service for the bearer (default colossus; the "
-                          "account is the application ID)")
-    dev.add_argument("--bearer-fd", type=int, metavar="N",
-                     help="write a fresh bearer to inherited descriptor N instead")
-    dev.add_argument("--print-bearer-insecurely", action="store_true",
-                     help="print a fresh bearer on standard output (anyone who sees it can "
-                          "act as the application)")
+    where = dev.add_argument_group(
+        "where the bearer goes (at most one; default: DIR/APP.bearer, mode 0600, reused "
+        "on the next start)")
+    where.add_argument("--keyring", action="store_true",
+                       help="the OS keyring instead (service colossus, account APP), "
+                            "reused on the next start")
+    where.add_argument("--keyring-service", metavar="NAME",
+                       help="the OS keyring under service NAME (implies --keyring)")
+    where.add_argument("--bearer-fd", type=int, metavar="N",
+                       help="a fresh bearer on every start, written to inherited descriptor "
+                            "N (a pipe or a socket)")
+    where.add_argument("--print-bearer-insecurely", action="store_true",
+                       help="a fresh bearer on every start, printed on standard output "
+                            "(anyone who sees it can act as the application)")
     _placement_flags(dev)
     add_json_flag(dev)
 

@@ -3,7 +3,9 @@
 The names follow each SDK's README: ``colossus.DaemonOptions`` (Python, imported as ``colossus``),
 ``Client.connect({...})`` from ``colossus-sdk`` (TypeScript) and
 ``colossus.Connect(ctx, colossus.DaemonOptions{...})`` (Go). The bearer is never
-part of a snippet: it comes from the keyring or from wherever the caller put it.
+part of a snippet: it is read from ``dev``'s bearer file or the keyring, or asked for
+(a pipe or the terminal got it). The Python and Go snippets are whole programs that run
+as pasted (the SDKs' README tests run them against ``dev``).
 """
 
 from __future__ import annotations
@@ -21,19 +23,29 @@ class Connection:
     certificate_sha256: str
     application_id: str
     keyring_service: str | None
-    """``None`` when the bearer went to a pipe or the terminal."""
+    """Set when the bearer is in the OS keyring (account: the application ID)."""
+    bearer_file: str | None = None
+    """Set when the bearer is in ``dev``'s owner-only file; neither: a pipe or the terminal."""
 
 
 _FROM_STORE = "bearer: from your secret store"
+SCRIPT = "colossus-script v1\\nsay Hello\\n"
 
 
 def _python(c: Connection) -> str:
-    if c.keyring_service:
+    imports = "import colossus_agent_client as colossus"
+    if c.bearer_file:
+        imports = f"from pathlib import Path\n\n{imports}"
+        provider = (f"colossus.InMemoryCredentialProvider(\n"
+                    f"        Path({json.dumps(c.bearer_file)}).read_text().strip()\n    ),")
+    elif c.keyring_service:
         provider = (f"colossus.KeyringCredentialProvider({json.dumps(c.keyring_service)}, "
                     f"{json.dumps(c.application_id)}),")
     else:
-        provider = f"colossus.InMemoryCredentialProvider(bearer),  # {_FROM_STORE}"
-    return f"""import colossus_agent_client as colossus
+        imports = f"import getpass\n\n{imports}"
+        provider = ('colossus.InMemoryCredentialProvider(getpass.getpass("bearer: ")),'
+                    "  # paste it")
+    return f"""{imports}
 
 options = colossus.DaemonOptions(
     public_api_dir={json.dumps(c.public_api_dir)},
@@ -42,20 +54,25 @@ options = colossus.DaemonOptions(
     credentials={provider}
 )
 with colossus.Client.connect(options) as client:
-    created = client.runs.create("colossus-script v1\\nsay Hello\\n")
+    created = client.runs.create("{SCRIPT}")
     for event in client.runs.watch(created.run.run_id):
-        print(event)"""
+        print(event.sequence, type(event.payload).__name__)"""
 
 
 def _typescript(c: Connection) -> str:
-    if c.keyring_service:
+    fs = ""
+    if c.bearer_file:
+        name = "InMemoryCredentialProvider"
+        fs = 'import { readFileSync } from "node:fs";\n'
+        provider = f"new {name}(readFileSync({json.dumps(c.bearer_file)}, \"utf8\").trim()),"
+    elif c.keyring_service:
         name = "KeyringCredentialProvider"
         provider = (f"new {name}({json.dumps(c.keyring_service)}, "
                     f"{json.dumps(c.application_id)}),")
     else:
         name = "InMemoryCredentialProvider"
         provider = f"new {name}(bearer), // {_FROM_STORE}"
-    return f"""import {{ Client, {name} }} from "colossus-sdk";
+    return f"""{fs}import {{ Client, {name} }} from "colossus-sdk";
 
 await using client = await Client.connect({{
   publicApiDir: {json.dumps(c.public_api_dir)},
@@ -68,30 +85,75 @@ for await (const event of client.runs.watch(created.run.runId)) console.log(even
 
 
 def _go(c: Connection) -> str:
-    if c.keyring_service:
-        setup = ""
-        provider = (f"colossus.KeyringCredentialProvider{{Service: "
-                    f"{json.dumps(c.keyring_service)}, Account: {json.dumps(c.application_id)}}}")
+    imports = ["context", "fmt", "log"]
+    if c.bearer_file:
+        imports += ["os", "strings"]
+        setup = f"""\tbearer, err := os.ReadFile({json.dumps(c.bearer_file)})
+\tif err != nil {{
+\t\treturn err
+\t}}
+\tcredentials, err := colossus.NewInMemoryCredentialProvider(strings.TrimSpace(string(bearer)))
+\tif err != nil {{
+\t\treturn err
+\t}}
+"""
+    elif c.keyring_service:
+        setup = (f"\tcredentials := colossus.KeyringCredentialProvider{{Service: "
+                 f"{json.dumps(c.keyring_service)}, Account: {json.dumps(c.application_id)}}}\n")
     else:
-        setup = (f"provider, err := colossus.NewInMemoryCredentialProvider(bearer) "
-                 f"// {_FROM_STORE}\n")
-        provider = "provider"
-    return f"""{setup}client, err := colossus.Connect(ctx, colossus.DaemonOptions{{
-\tPublicAPIDir:              {json.dumps(c.public_api_dir)},
-\tExpectedInstanceID:        {json.dumps(c.instance_id)},
-\tExpectedCertificateSHA256: {json.dumps(c.certificate_sha256)},
-\tCredentials:               {provider},
-}})
-if err != nil {{
-\tlog.Fatal(err)
+        imports += ["bufio", "os", "strings"]
+        setup = """\tfmt.Print("bearer: ") // paste it, or pipe it in from your secret store
+\tbearer, err := bufio.NewReader(os.Stdin).ReadString('\\n')
+\tif err != nil {
+\t\treturn err
+\t}
+\tcredentials, err := colossus.NewInMemoryCredentialProvider(strings.TrimSpace(bearer))
+\tif err != nil {
+\t\treturn err
+\t}
+"""
+    std = "".join(f"\t{json.dumps(name)}\n" for name in sorted(imports))
+    return f"""package main
+
+import (
+{std}
+\tcolossus "github.com/obscuritylabs/colossus-sdks/sdk/go"
+)
+
+func main() {{
+\tif err := run(context.Background()); err != nil {{
+\t\tlog.Fatal(err)
+\t}}
 }}
-defer client.Close()
-fmt.Println(client.ServerInfo().InstanceID)"""
+
+func run(ctx context.Context) error {{
+{setup}\tclient, err := colossus.Connect(ctx, colossus.DaemonOptions{{
+\t\tPublicAPIDir:              {json.dumps(c.public_api_dir)},
+\t\tExpectedInstanceID:        {json.dumps(c.instance_id)},
+\t\tExpectedCertificateSHA256: {json.dumps(c.certificate_sha256)},
+\t\tCredentials:               credentials,
+\t}})
+\tif err != nil {{
+\t\treturn err
+\t}}
+\tdefer client.Close()
+\tcreated, err := client.Runs.Create(ctx, colossus.Text("{SCRIPT}"))
+\tif err != nil {{
+\t\treturn err
+\t}}
+\tfor event, err := range client.Runs.Watch(ctx, created.Run.RunID) {{
+\t\tif err != nil {{
+\t\t\treturn err
+\t\t}}
+\t\tfmt.Printf("%d %T\\n", event.Sequence, event.Payload)
+\t}}
+\treturn nil
+}}"""
 
 
 def snippets(c: Connection) -> str:
     """The three snippets under headings, ready to paste."""
-    extra = "[keyring]" if c.keyring_service else ""
+    extra = "[keyring]" if c.keyring_service and not c.bearer_file else ""
     parts = [(f"Python (pip install colossus-agent-client{extra})", _python(c)),
              ("TypeScript (npm install colossus-sdk)", _typescript(c)),
              ("Go (github.com/obscuritylabs/colossus-sdks/sdk/go)", _go(c))]

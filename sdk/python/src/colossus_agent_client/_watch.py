@@ -213,6 +213,7 @@ class Watch:
         # once and its ``finally`` cancels the call. ``__next__`` keeps its own.
         self._iterator: weakref.ref[Iterator[RunEvent]] | None = None
         self._next: Iterator[RunEvent] | None = None
+        self._final_run: Run | None = None
 
     @property
     def run_id(self) -> str:
@@ -223,6 +224,13 @@ class Watch:
     def last_sequence(self) -> int:
         """The sequence of the last delivered event (the resume cursor)."""
         return self._core.last_sequence
+
+    @property
+    def final_run(self) -> Run | None:
+        """The ended run as ``GetRun`` confirmed it when the iteration ended by itself
+        (after the terminal event); ``None`` until then, or if the watch failed or was
+        closed early."""
+        return self._final_run
 
     def __iter__(self) -> Iterator[RunEvent]:
         """The events; iterating the watch again continues after the last delivered event."""
@@ -384,7 +392,9 @@ class Watch:
                     return
                 # A clean close proves nothing until GetRun agrees (S1).
                 started, closing_get_run = closing_get_run, None
-                if core.on_clean_close(self._get_run(started)) is CloseAction.COMPLETE:
+                confirmed = self._get_run(started)
+                if core.on_clean_close(confirmed) is CloseAction.COMPLETE:
+                    self._final_run = confirmed
                     return
                 self._pause(core.on_retryable_failure(), None)
         finally:
@@ -435,6 +445,7 @@ class AsyncWatch:
         # left with ``break`` is then closed by the event loop, which cancels the call.
         self._iterator: weakref.ref[AsyncIterator[RunEvent]] | None = None
         self._next: AsyncIterator[RunEvent] | None = None
+        self._final_run: Run | None = None
 
     @property
     def run_id(self) -> str:
@@ -445,6 +456,13 @@ class AsyncWatch:
     def last_sequence(self) -> int:
         """The sequence of the last delivered event (the resume cursor)."""
         return self._core.last_sequence
+
+    @property
+    def final_run(self) -> Run | None:
+        """The ended run as ``GetRun`` confirmed it when the iteration ended by itself
+        (after the terminal event); ``None`` until then, or if the watch failed or was
+        closed early."""
+        return self._final_run
 
     def __aiter__(self) -> AsyncIterator[RunEvent]:
         """The events; iterating the watch again continues after the last delivered event."""
@@ -586,7 +604,9 @@ class AsyncWatch:
                 if self._closed:
                     return
                 started, closing_get_run = closing_get_run, None
-                if core.on_clean_close(await self._get_run(started)) is CloseAction.COMPLETE:
+                confirmed = await self._get_run(started)
+                if core.on_clean_close(confirmed) is CloseAction.COMPLETE:
+                    self._final_run = confirmed
                     return
                 await self._pause(core.on_retryable_failure(), None)
         finally:
