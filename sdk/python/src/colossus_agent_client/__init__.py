@@ -84,6 +84,7 @@ from ._models import (
     ToolActivityPhase,
 )
 from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
+from ._outcome import AsyncTextStream, TextStream
 from ._pagination import AsyncRunPager, RunPager
 from ._runs import AsyncRuns, Runs
 from ._watch import AsyncWatch, ReconnectInfo, Watch
@@ -104,6 +105,7 @@ __all__ = [
     "AsyncClient",
     "AsyncRunPager",
     "AsyncRuns",
+    "AsyncTextStream",
     "AsyncWatch",
     "AuthenticationError",
     "CapabilityMissingError",
@@ -169,6 +171,7 @@ __all__ = [
     "SidecarOptions",
     "StatusChanged",
     "TextPart",
+    "TextStream",
     "TlsPolicyError",
     "TokenBucket",
     "ToolActivity",

@@ -19,6 +19,8 @@ from google.rpc import error_details_pb2, status_pb2
 
 ERROR_DOMAIN: Final = "colossus.api.v1alpha1"
 _STATUS_DETAILS_KEY: Final = "grpc-status-details-bin"
+# A RetryInfo delay above this (seconds) is ignored: no caller should sleep that long on a hint.
+_MAX_RETRY_DELAY: Final = 3600.0
 # A status-details blob larger than this is ignored rather than parsed.
 _MAX_DETAILS_BYTES: Final = 16 * 1024
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -199,7 +201,14 @@ class CapabilityMissingError(FailedPreconditionError):
 
 class ResourceExhaustedError(ApiError):
     """``RESOURCE_EXHAUSTED`` (a rate, concurrency or size limit; ``reason`` says which),
-    or a request over the worker's advertised size cap refused locally."""
+    or a request over the worker's advertised size cap refused locally.
+
+    Attributes:
+        retry_delay: seconds the worker asked the caller to wait before trying again
+            (its ``google.rpc.RetryInfo``, sent with ``CREATE_RATE_LIMIT``), or ``None``.
+    """
+
+    retry_delay: float | None = None
 
 
 class DataLossError(ApiError):
@@ -297,6 +306,21 @@ def is_retryable_code(code: grpc.StatusCode | None) -> bool:
     return code is grpc.StatusCode.UNAVAILABLE
 
 
+def _details_blob(trailing_metadata: object) -> bytes | None:
+    """The status-details bytes of the trailers, or ``None`` when absent or too large."""
+    blob: bytes | None = None
+    try:
+        for key, value in trailing_metadata or ():  # type: ignore[attr-defined]
+            if key == _STATUS_DETAILS_KEY and isinstance(value, bytes):
+                blob = value
+                break
+    except (TypeError, ValueError):
+        return None
+    if blob is None or len(blob) > _MAX_DETAILS_BYTES:
+        return None
+    return blob
+
+
 def decode_error_info(
     trailing_metadata: object,
 ) -> tuple[str | None, Mapping[str, str]]:
@@ -305,15 +329,8 @@ def decode_error_info(
     Returns ``(None, {})`` when there is none or it cannot be decoded: the caller then
     falls back to the gRPC code, as the contract asks.
     """
-    blob: bytes | None = None
-    try:
-        for key, value in trailing_metadata or ():  # type: ignore[attr-defined]
-            if key == _STATUS_DETAILS_KEY and isinstance(value, bytes):
-                blob = value
-                break
-    except (TypeError, ValueError):
-        return None, _EMPTY
-    if blob is None or len(blob) > _MAX_DETAILS_BYTES:
+    blob = _details_blob(trailing_metadata)
+    if blob is None:
         return None, _EMPTY
     status = status_pb2.Status()
     try:
@@ -328,6 +345,28 @@ def decode_error_info(
             continue
         return (info.reason or None), dict(info.metadata)
     return None, _EMPTY
+
+
+def decode_retry_delay(trailing_metadata: object) -> float | None:
+    """The seconds of a status's ``google.rpc.RetryInfo``, or ``None`` without a usable one
+    (absent, malformed, negative, or over an hour: a hint that large is not honoured)."""
+    blob = _details_blob(trailing_metadata)
+    if blob is None:
+        return None
+    status = status_pb2.Status()
+    try:
+        status.ParseFromString(blob)
+    except Exception:  # a malformed blob is treated as absent
+        return None
+    for detail in status.details:
+        if not detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            continue
+        retry = error_details_pb2.RetryInfo()
+        if not detail.Unpack(retry):
+            return None
+        seconds = retry.retry_delay.seconds + retry.retry_delay.nanos / 1e9
+        return seconds if 0 <= seconds <= _MAX_RETRY_DELAY else None
+    return None
 
 
 def map_status(
@@ -350,7 +389,10 @@ def map_status(
             idempotency_key=idempotency_key,
         )
     cls = (_BY_REASON.get(reason) if reason else None) or _BY_CODE.get(code, ApiError)
-    return cls(text, code=code, reason=reason, metadata=metadata, idempotency_key=idempotency_key)
+    error = cls(text, code=code, reason=reason, metadata=metadata, idempotency_key=idempotency_key)
+    if isinstance(error, ResourceExhaustedError):
+        error.retry_delay = decode_retry_delay(trailing_metadata)
+    return error
 
 
 def from_rpc_error(

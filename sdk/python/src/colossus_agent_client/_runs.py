@@ -28,6 +28,7 @@ from ._connection import (
 )
 from ._errors import ColossusError, ErrorReason, InvalidArgumentError, ResourceExhaustedError
 from ._options import RetryPolicy
+from ._outcome import AsyncTextStream, TextStream, wait_async, wait_sync
 from ._pagination import AsyncRunPager, RunPager
 from ._requests import (
     Answer,
@@ -141,9 +142,14 @@ def _check_rate_limit_retries(value: int) -> int:
 
 def _rate_limit_wait(error: ResourceExhaustedError, info: m.ServerInfo) -> float | None:
     """Seconds until the worker's create buckets hold a token again, or None if the
-    refusal was not about the create rate (other limits do not refill on a timer)."""
+    refusal was not about the create rate (other limits do not refill on a timer).
+
+    The worker's ``RetryInfo`` delay when it sent one; otherwise one refill period of the
+    slower advertised bucket."""
     if error.reason != ErrorReason.CREATE_RATE_LIMIT:
         return None
+    if error.retry_delay is not None:
+        return error.retry_delay
     rates = [
         bucket.refill_per_second
         for bucket in (info.limits.create_rate, info.limits.create_rate_per_application)
@@ -208,7 +214,8 @@ class Runs:
             timeout: seconds for the call; the client's default when omitted.
             rate_limit_retries: how many times to try again, with the same key, when the
                 worker refuses the create under its create rate limit (``CREATE_RATE_LIMIT``),
-                each after the advertised refill time. 0 (the default) never retries.
+                each after the refusal's ``retry_delay`` (the advertised refill time when
+                the worker sent none). 0 (the default) never retries.
 
         Returns:
             :class:`CreateRunResult`: the run, whether it was ``replayed``, and the key.
@@ -381,6 +388,71 @@ class Runs:
             policy=retry or self._policy,
             on_reconnect=on_reconnect,
             idle_timeout=idle_timeout,
+        )
+
+    def wait(
+        self,
+        run_id: str,
+        *,
+        on_reconnect: OnReconnect | None = None,
+        idle_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> m.Run:
+        """Waits until the run has ended and returns it (status and result).
+
+        Reads the run; if it has not ended, watches it from its current sequence to the
+        terminal event, with every guarantee of :meth:`watch` (S1), and returns the run
+        the watch's closing ``GetRun`` confirmed. A run waiting for an answer keeps this
+        call waiting until someone answers (use ``idle_timeout`` to bound the silence).
+
+        Args:
+            run_id: the run to wait for.
+            on_reconnect: as for :meth:`watch`.
+            idle_timeout: as for :meth:`watch`: seconds without an event before
+                :class:`WatchIdleTimeoutError` (``None``: wait forever).
+            retry: the read and reconnect policy; the client's when omitted.
+
+        Returns:
+            The ended :class:`Run`.
+
+        Raises:
+            The errors of :meth:`get` and of iterating a :meth:`watch`.
+        """
+        run = self.get(run_id)
+        if run.status.is_terminal:
+            return run
+        watch = self.watch(
+            run_id,
+            after_sequence=run.last_sequence,
+            on_reconnect=on_reconnect,
+            idle_timeout=idle_timeout,
+            retry=retry,
+        )
+        return wait_sync(watch)
+
+    def text_stream(
+        self,
+        run_id: str,
+        *,
+        after_sequence: int = 0,
+        on_reconnect: OnReconnect | None = None,
+        idle_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> TextStream:
+        """The run's output text as it is released: ``for text in runs.text_stream(id)``.
+
+        A :meth:`watch` that yields only the text of :class:`OutputDelta` events, with the
+        same arguments, delivery rules and errors; it ends after the terminal event, when
+        ``TextStream.final_run`` holds the ended run.
+        """
+        return TextStream(
+            self.watch(
+                run_id,
+                after_sequence=after_sequence,
+                on_reconnect=on_reconnect,
+                idle_timeout=idle_timeout,
+                retry=retry,
+            )
         )
 
     def cancel(self, run_id: str, *, timeout: float | None = DEFAULT) -> m.Run:
@@ -575,6 +647,47 @@ class AsyncRuns:
         if open_watches is not None:
             open_watches.add(watch)
         return watch
+
+    async def wait(
+        self,
+        run_id: str,
+        *,
+        on_reconnect: OnReconnect | None = None,
+        idle_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> m.Run:
+        """See :meth:`Runs.wait`: ``run = await client.runs.wait(run_id)``."""
+        run = await self.get(run_id)
+        if run.status.is_terminal:
+            return run
+        watch = self.watch(
+            run_id,
+            after_sequence=run.last_sequence,
+            on_reconnect=on_reconnect,
+            idle_timeout=idle_timeout,
+            retry=retry,
+        )
+        return await wait_async(watch)
+
+    def text_stream(
+        self,
+        run_id: str,
+        *,
+        after_sequence: int = 0,
+        on_reconnect: OnReconnect | None = None,
+        idle_timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> AsyncTextStream:
+        """See :meth:`Runs.text_stream`: ``async for text in client.runs.text_stream(id)``."""
+        return AsyncTextStream(
+            self.watch(
+                run_id,
+                after_sequence=after_sequence,
+                on_reconnect=on_reconnect,
+                idle_timeout=idle_timeout,
+                retry=retry,
+            )
+        )
 
     async def cancel(self, run_id: str, *, timeout: float | None = DEFAULT) -> m.Run:
         """See :meth:`Runs.cancel`."""

@@ -41,12 +41,24 @@ INSTANCE_ID = "wkr_fake"
 _DOMAIN = "colossus.api.v1alpha1"
 
 
-def _abort(context: grpc.ServicerContext, code_name: str, reason: str | None) -> None:
+def _abort(
+    context: grpc.ServicerContext,
+    code_name: str,
+    reason: str | None,
+    retry_delay: float | None = None,
+) -> None:
     code = getattr(grpc.StatusCode, code_name)
     if reason:
         detail = any_pb2.Any()
         detail.Pack(error_details_pb2.ErrorInfo(domain=_DOMAIN, reason=reason))
-        status = status_pb2.Status(code=code.value[0], message=reason, details=[detail])
+        details = [detail]
+        if retry_delay is not None:
+            retry = any_pb2.Any()
+            info = error_details_pb2.RetryInfo()
+            info.retry_delay.FromNanoseconds(round(retry_delay * 1e9))
+            retry.Pack(info)
+            details.append(retry)
+        status = status_pb2.Status(code=code.value[0], message=reason, details=details)
         context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
     context.abort(code, reason or code_name)
 
@@ -68,6 +80,8 @@ class _Servicer(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.RunS
             _abort(context, "UNAUTHENTICATED", "CREDENTIAL_INVALID")
         if fault is not None and fault.kind == "fail":
             _abort(context, fault.code, fault.reason)
+        if fault is not None and fault.kind == "rate_limit":
+            _abort(context, "RESOURCE_EXHAUSTED", "CREATE_RATE_LIMIT", fault.retry_delay)
         return fault
 
     def GetServerInfo(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -114,10 +128,17 @@ class _Servicer(system_pb2_grpc.SystemServiceServicer, run_service_pb2_grpc.RunS
         return response
 
     def GetRun(self, request: Any, context: grpc.ServicerContext) -> Any:
-        self._enter("GetRun", context)
+        fault = self._enter("GetRun", context)
         run = self.w._runs.get(request.run_id)
         if run is None:
             _abort(context, "NOT_FOUND", "RUN_NOT_FOUND")
+        if run is not None and fault is not None and fault.kind == "not_started":
+            early = runs_pb2.Run()
+            early.CopyFrom(run)
+            early.status = runs_pb2.RUN_STATUS_QUEUED
+            early.last_sequence = 0
+            early.ClearField("result")
+            return run_service_pb2.GetRunResponse(run=early)
         return run_service_pb2.GetRunResponse(run=run)
 
     def ListRuns(self, request: Any, context: grpc.ServicerContext) -> Any:

@@ -13,10 +13,12 @@ class Fault:
 
     Attributes:
         method: the RPC it applies to (``"WatchRun"``, ``"CreateRun"``...).
-        kind: what goes wrong (``drop``, ``gap``, ``replay``, ``after_commit``, ``fail``).
+        kind: what goes wrong (``drop``, ``gap``, ``replay``, ``after_commit``, ``fail``,
+            ``rate_limit``, ``not_started``).
         after_events: for watch faults, how many events are sent before it strikes.
         code: for ``fail``, the gRPC status code name.
         reason: for ``fail``, the ``ErrorInfo`` reason to attach, if any.
+        retry_delay: for ``rate_limit``, the seconds of the ``RetryInfo`` it attaches.
     """
 
     method: str
@@ -24,6 +26,7 @@ class Fault:
     after_events: int = 0
     code: str = "UNAVAILABLE"
     reason: str | None = None
+    retry_delay: float = 0.0
 
     @classmethod
     def drop_watch(cls, *, after_events: int = 0) -> Fault:
@@ -55,3 +58,17 @@ class Fault:
         """The next ``method`` call fails before doing anything, with the gRPC status
         ``code`` (a ``grpc.StatusCode`` name) and an optional ``ErrorInfo`` ``reason``."""
         return cls(method, "fail", code=code.upper(), reason=reason)
+
+    @classmethod
+    def rate_limit(cls, *, retry_delay: float = 0.05) -> Fault:
+        """The next ``CreateRun`` is refused as the worker's create rate limit refuses:
+        ``RESOURCE_EXHAUSTED``, reason ``CREATE_RATE_LIMIT``, and a ``RetryInfo`` of
+        ``retry_delay`` seconds. Nothing is created; ``rate_limit_retries`` retries it."""
+        return cls("CreateRun", "rate_limit", retry_delay=retry_delay)
+
+    @classmethod
+    def not_started(cls) -> Fault:
+        """The next ``GetRun`` answers as if the run had not started yet (``QUEUED`` at
+        sequence 0), as a read that raced the run would: ``runs.wait`` then follows the
+        run's watch to its end."""
+        return cls("GetRun", "not_started")
