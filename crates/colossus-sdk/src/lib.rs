@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod model;
 pub mod options;
 pub mod reasons;
 
