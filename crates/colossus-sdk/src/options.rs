@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{reasons, Error, Kind, Result};
+use crate::{Error, Kind, Result, reasons};
 
 /// The inbound message cap before GetServerInfo answers (4 MiB). It is lowered to the
 /// worker's advertised response cap when that is smaller (C7), and is also the ceiling.
@@ -380,10 +380,12 @@ mod tests {
         );
         assert!(RetryPolicy::builder().multiplier(0.5).build().is_err());
         assert!(RetryPolicy::builder().multiplier(f64::NAN).build().is_err());
-        assert!(ClientOptions::builder()
-            .connect_timeout(Duration::ZERO)
-            .build()
-            .is_err());
+        assert!(
+            ClientOptions::builder()
+                .connect_timeout(Duration::ZERO)
+                .build()
+                .is_err()
+        );
     }
 
     #[test]
