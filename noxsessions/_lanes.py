@@ -52,6 +52,10 @@ LOCKS: dict[str, frozenset[str]] = {
     # cores to itself. Conformance is not among them: it builds its Go client once, into
     # conformance/clients/go, and only reads sdk/go.
     "go-module": frozenset({"compile_go", "go_lint", "go_tests"}),
+    # The Rust workspace's target folder (noxsessions/_cargo.py). Cargo locks it itself, so
+    # a second session would only wait for the first one's build while holding a lane;
+    # conformance builds its Rust client there too but, like Go, only reads the sources.
+    "cargo-target": frozenset({"rust_lint", "rust_tests", "bench_rust_sdk"}),
 }
 # Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
 # still start when nothing else runs.
@@ -65,7 +69,7 @@ WEIGHTS: dict[str, float] = {
     "python_sdk_examples": 12, "python_sdk_tox": 120, "typescript_lint": 26,
     "typescript_tests": 18, "typescript_examples": 24, "worker_lint": 3, "worker_tests": 180,
     "worker_fuzz": 15, "conformance_lint": 5, "conformance_selftest": 120, "conformance": 270,
-    "ci_selftest": 5,
+    "ci_selftest": 5, "rust_lint": 60, "rust_tests": 120,
 }
 DEFAULT_WEIGHT = 30.0
 

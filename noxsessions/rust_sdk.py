@@ -1,0 +1,138 @@
+"""Sessions for the Rust SDK (crates/colossus-sdk) and its conformance client
+(conformance/clients/rust), one Cargo workspace at the repository root.
+
+    rust_lint       cargo fmt --check, cargo clippy (every target, every feature, warnings
+                    are errors), cargo doc with warnings as errors, and `cargo package --list`
+                    of the SDK crate checked against the files a user needs
+    rust_tests      cargo test over the workspace (unit tests, integration tests against the
+                    reference worker installed from ./conformance, doctests), then every
+                    program in crates/colossus-sdk/examples against the same worker
+    bench_rust_sdk  watch throughput and connect time as ratios over a raw tonic client with
+                    the same TLS configuration, memory growth over a long watch (not in the
+                    default run)
+
+Builds go to a cache outside the clone keyed by Cargo.lock (noxsessions/_cargo.py) and run
+with --locked --offline after one `cargo fetch --locked`. Arguments after `--` go to
+`cargo test` (rust_tests) or to the benchmark program.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from pathlib import Path
+
+import nox
+
+from noxsessions._cargo import OFFLINE, fetch
+from noxsessions._wheels import install_local
+
+ROOT = Path(__file__).resolve().parent.parent
+SDK = ROOT / "crates/colossus-sdk"
+
+DEFAULT_SESSIONS = ["rust_lint", "rust_tests"]
+
+# What `cargo package` may put in the published crate: its manifest (and cargo's copy of
+# the original), the lock file and VCS note cargo adds, docs and licence, the library's
+# sources and the examples docs.rs shows. Tests, fixtures, benches and scripts stay home.
+PACKAGE_FILES = [
+    "Cargo.toml",
+    "Cargo.toml.orig",
+    "Cargo.lock",
+    ".cargo_vcs_info.json",
+    "README.md",
+    "LICENSE*",
+    "src/*.rs",
+    "src/**/*.rs",
+    "examples/*.rs",
+    "examples/**/*.rs",
+]
+
+
+def _worker(session: nox.Session) -> str:
+    """Installs the reference worker into the session and returns its executable."""
+    install_local(session, "conformance")
+    worker = Path(session.bin) / "colossus-reference-worker"
+    if not worker.exists():
+        session.error(f"the reference worker was not installed at {worker}")
+    return str(worker)
+
+
+def stray_package_files(listed: list[str]) -> list[str]:
+    """The files of `cargo package --list` that no PACKAGE_FILES pattern allows."""
+    return [f for f in listed if not any(fnmatch.fnmatchcase(f, p) for p in PACKAGE_FILES)]
+
+
+@nox.session(venv_backend="none")
+def rust_lint(session: nox.Session) -> None:
+    """Formatting, clippy -D warnings, rustdoc -D warnings, and the published file list."""
+    env = fetch(session)
+    session.run("cargo", "fmt", "--all", "--check", external=True, env=env)
+    session.run(
+        "cargo", "clippy", "--workspace", "--all-targets", "--all-features", *OFFLINE, "--",
+        "-D", "warnings", external=True, env=env,
+    )
+    session.run(
+        "cargo", "doc", "--workspace", "--no-deps", *OFFLINE, external=True,
+        env={**env, "RUSTDOCFLAGS": "-Dwarnings"},
+    )
+    listed = subprocess.run(
+        ["cargo", "package", "-p", "colossus-sdk", "--list", "--allow-dirty", *OFFLINE],
+        cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, check=False,
+    )
+    if listed.returncode != 0:
+        session.error(f"cargo package --list failed:\n{listed.stderr}")
+    files = listed.stdout.split()
+    session.log(f"cargo package lists {len(files)} files")
+    stray = stray_package_files(files)
+    if stray:
+        session.error("the crate would publish files a user does not need: " + ", ".join(stray))
+    if "README.md" not in files or not any(f.startswith("src/") for f in files):
+        session.error("the crate would publish no README.md or no sources: " + ", ".join(files))
+
+
+def examples() -> list[str]:
+    """The example programs of the SDK crate: examples/NAME.rs and examples/NAME/main.rs."""
+    folder = SDK / "examples"
+    if not folder.is_dir():
+        return []
+    names = [p.stem for p in folder.glob("*.rs")]
+    names += [p.parent.name for p in folder.glob("*/main.rs")]
+    return sorted(names)
+
+
+@nox.session
+def rust_tests(session: nox.Session) -> None:
+    """cargo test (a missing worker fails the integration tests), then every example."""
+    env = {
+        **fetch(session),
+        "COLOSSUS_REFERENCE_WORKER": _worker(session),
+        "COLOSSUS_REQUIRE_WORKER": "1",
+    }
+    session.run("cargo", "test", "--workspace", *OFFLINE, *session.posargs, external=True, env=env)
+    if session.posargs:
+        return
+    for name in examples():
+        session.run(
+            "cargo", "run", "-p", "colossus-sdk", "--example", name, *OFFLINE, external=True, env=env
+        )
+
+
+@nox.session
+def bench_rust_sdk(session: nox.Session) -> None:
+    """Prints the Rust SDK's figures as ratios measured in one run (crates/colossus-sdk/README.md).
+
+    The program (crates/colossus-sdk/benches/figures.rs, `harness = false`) compares the SDK
+    with a raw tonic client over the same pinned TLS 1.3 connector, in alternating rounds:
+    watch of a 4,099-event run (>= 0.95; >= 0.92 with the closing GetRun), connect to first
+    call (<= 1.5), and memory growth over a 100,000-event watch (< 2 MiB), each as the median
+    and min-max of at least 15 rounds.
+    """
+    if not (SDK / "benches" / "figures.rs").is_file():
+        session.error("crates/colossus-sdk/benches/figures.rs does not exist yet (conformance/clients/rust/NEEDS.md)")
+    env = {**fetch(session), "COLOSSUS_REFERENCE_WORKER": _worker(session)}
+    session.run(
+        "cargo", "bench", "-p", "colossus-sdk", "--bench", "figures", *OFFLINE, "--", *session.posargs,
+        external=True, env=env,
+    )
