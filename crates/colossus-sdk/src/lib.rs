@@ -10,5 +10,7 @@ mod error;
 pub mod model;
 pub mod options;
 pub mod reasons;
+mod retry;
+mod watch;
 
 pub use error::{Code, Error, Kind, Result};
