@@ -9,6 +9,7 @@
 mod error;
 pub mod model;
 pub mod options;
+mod proto;
 pub mod reasons;
 mod retry;
 mod watch;

@@ -20,6 +20,7 @@ GENERATED_DIRS = {
     "typescript": "sdk/typescript/src/gen",
     "go": "sdk/go/gen",
     "worker": "conformance/src/colossus_reference_worker/_gen",
+    "rust": "crates/colossus-sdk/src/gen",
 }
 
 

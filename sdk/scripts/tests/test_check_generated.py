@@ -14,6 +14,7 @@ SAMPLES = {
     "typescript": "colossus/api/v1alpha1/runs_pb.ts",
     "go": "colossus/api/v1alpha1/runs.pb.go",
     "worker": "colossus/api/v1alpha1/__init__.py",
+    "rust": "colossus/api/v1alpha1/colossus.api.v1alpha1.tonic.rs",
 }
 
 
