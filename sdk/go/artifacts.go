@@ -79,10 +79,10 @@ func (a *Artifacts) Upload(ctx context.Context, data []byte, mediaType string, o
 	}
 	stored := toArtifact(resp.GetArtifact())
 	if stored.SizeBytes != uint64(len(data)) || stored.SHA256 != digest {
-		return nil, newError(ErrProtocolViolation, ReasonArtifactIntegrityMismatch, "the worker stored an artifact that differs from the upload")
+		return nil, newError(ErrProtocolViolation, ReasonArtifactMismatch, "the worker stored an artifact that differs from the upload")
 	}
 	if err := checkID(stored.ArtifactID, "artifact_id"); err != nil {
-		return nil, newError(ErrProtocolViolation, ReasonFieldInvalid, "the worker returned a malformed artifact ID")
+		return nil, newError(ErrProtocolViolation, ReasonResponseMalformed, "the worker returned a malformed artifact ID")
 	}
 	return &stored, nil
 }

@@ -37,7 +37,7 @@ func validBearer(s string) bool {
 // newSecret validates a bearer; the error never echoes the value, not even in part.
 func newSecret(value string) (*secret, error) {
 	if !validBearer(value) {
-		return nil, newError(ErrCredential, ReasonCredentialInvalid,
+		return nil, newError(ErrCredential, ReasonBearerMalformed,
 			"the bearer is malformed: it must be 32-256 visible ASCII characters")
 	}
 	return &secret{value: func() string { return value }}, nil

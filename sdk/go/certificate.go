@@ -29,7 +29,7 @@ func sha256Hex(b []byte) string {
 }
 
 func certificateError(format string, args ...any) *Error {
-	return newError(ErrCertificate, ReasonFieldInvalid, format, args...).withMeta("field", "certificate")
+	return newError(ErrCertificate, ReasonCertificateInvalid, format, args...).withMeta("field", "certificate")
 }
 
 // parseLeafCertificate validates one PEM leaf (C2): a single block, no key, no bundle, no

@@ -80,7 +80,7 @@ func (c *Client) ServerInfo() ServerInfo {
 // MaxRestarts times). A call in flight when a worker died is never replayed.
 func (c *Client) session(ctx context.Context) (*session, error) {
 	if c.closed.Load() {
-		return nil, newError(ErrClientClosed, "", "the client is closed")
+		return nil, newError(ErrClientClosed, ReasonClientClosed, "the client is closed")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -31,7 +31,7 @@ func NewInMemoryCredentialProvider(bearer string) (*InMemoryCredentialProvider, 
 // Bearer returns the held bearer.
 func (p *InMemoryCredentialProvider) Bearer(context.Context) (string, error) {
 	if p == nil || p.s == nil {
-		return "", newError(ErrCredential, ReasonCredentialMissing, "the in-memory provider holds no bearer")
+		return "", newError(ErrCredential, ReasonBearerMalformed, "the in-memory provider holds no bearer")
 	}
 	return p.s.value(), nil
 }
@@ -60,16 +60,20 @@ type KeyringCredentialProvider struct {
 // Bearer reads and validates the stored bearer.
 func (p KeyringCredentialProvider) Bearer(context.Context) (string, error) {
 	if p.Service == "" || p.Account == "" {
-		return "", newError(ErrCredential, ReasonFieldInvalid, "the keyring provider needs a service and an account")
+		field := "service"
+		if p.Service != "" {
+			field = "account"
+		}
+		return "", newError(ErrCredential, ReasonFieldInvalid, "the keyring provider needs a service and an account").withMeta("field", field)
 	}
 	value, err := keyring.Get(p.Service, p.Account)
 	if errors.Is(err, keyring.ErrNotFound) {
-		return "", &Error{kind: ErrCredential.(*kind), Reason: ReasonCredentialMissing,
+		return "", &Error{kind: ErrCredential.(*kind), Reason: ReasonKeyringEntryMissing,
 			Message: fmt.Sprintf("no bearer is stored in the OS keyring for service %q, account %q", p.Service, p.Account)}
 	}
 	if err != nil {
 		// Headless Linux and CI machines usually have no Secret Service to ask.
-		return "", &Error{kind: ErrCredential.(*kind), Reason: ReasonCredentialMissing, cause: err,
+		return "", &Error{kind: ErrCredential.(*kind), Reason: ReasonKeyringUnavailable, cause: err,
 			Message: "no OS keyring is available on this machine; enrol with --bearer-fd and " +
 				"pass the bearer through an InMemoryCredentialProvider or your own CredentialProvider"}
 	}
@@ -82,7 +86,7 @@ func (p KeyringCredentialProvider) Bearer(context.Context) (string, error) {
 // loadSecret asks a provider and validates its answer.
 func loadSecret(ctx context.Context, p CredentialProvider) (*secret, error) {
 	if p == nil {
-		return nil, newError(ErrCredential, ReasonCredentialMissing, "no credential provider was given")
+		return nil, newError(ErrCredential, ReasonProviderFailed, "no credential provider was given")
 	}
 	value, err := p.Bearer(ctx)
 	if err != nil {
@@ -91,7 +95,7 @@ func loadSecret(ctx context.Context, p CredentialProvider) (*secret, error) {
 		}
 		// A foreign provider's error text is not ours to trust with secrets: keep it only as
 		// the cause, which Error() does not print.
-		return nil, &Error{kind: ErrCredential.(*kind), Reason: ReasonCredentialMissing,
+		return nil, &Error{kind: ErrCredential.(*kind), Reason: ReasonProviderFailed,
 			Message: "the credential provider failed", cause: err}
 	}
 	return newSecret(value)

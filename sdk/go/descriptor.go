@@ -56,12 +56,12 @@ func (e Endpoint) address() string {
 func ParseEndpoint(value string) (Endpoint, error) {
 	m := endpointPattern.FindStringSubmatch(value)
 	if m == nil {
-		return Endpoint{}, newError(ErrDescriptor, ReasonFieldInvalid,
+		return Endpoint{}, newError(ErrDescriptor, ReasonDescriptorInvalid,
 			"endpoint must be https://127.0.0.1:PORT or https://[::1]:PORT with nothing else").withMeta("field", "endpoint")
 	}
 	port, err := strconv.Atoi(m[2])
 	if err != nil || port < 1 || port > 65535 {
-		return Endpoint{}, newError(ErrDescriptor, ReasonFieldInvalid, "endpoint port is out of range").withMeta("field", "endpoint")
+		return Endpoint{}, newError(ErrDescriptor, ReasonDescriptorInvalid, "endpoint port is out of range").withMeta("field", "endpoint")
 	}
 	host := "127.0.0.1"
 	if m[1] == "[::1]" {
@@ -80,7 +80,7 @@ type Descriptor struct {
 }
 
 func descriptorError(field, format string, args ...any) *Error {
-	return newError(ErrDescriptor, ReasonFieldInvalid, format, args...).withMeta("field", field)
+	return newError(ErrDescriptor, ReasonDescriptorInvalid, format, args...).withMeta("field", field)
 }
 
 // ParseDescriptor validates the bytes of endpoint.json (C1): at most 4 KiB of UTF-8 JSON,
@@ -161,7 +161,7 @@ func discover(dir, expectedInstanceID, expectedPin string) (*discovered, error) 
 		return nil, newError(ErrPinMismatch, ReasonPinMismatch, "endpoint.json names a certificate other than the provisioned pin")
 	}
 	if d.InstanceID != expectedInstanceID {
-		return nil, newError(ErrPinMismatch, ReasonPinMismatch, "endpoint.json names an instance other than the provisioned one")
+		return nil, newError(ErrPinMismatch, ReasonInstanceMismatch, "endpoint.json names an instance other than the provisioned one")
 	}
 	pem, err := readOwnerOnlyFile(filepath.Join(dir, certificateFile), maxCertificateBytes, ErrCertificate)
 	if err != nil {

@@ -140,7 +140,7 @@ func (e *Error) Error() string {
 	}
 	var parts []string
 	if e.Code != codes.OK {
-		parts = append(parts, "code="+e.Code.String())
+		parts = append(parts, "code="+CodeName(e.Code))
 	}
 	if e.Reason != "" {
 		parts = append(parts, "reason="+e.Reason)

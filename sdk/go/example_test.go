@@ -30,7 +30,7 @@ func ExampleError() {
 		fmt.Println(errors.Is(err, colossus.ErrTrust), e.Reason, e.Metadata["field"])
 	}
 	// Output:
-	// true FIELD_INVALID endpoint.json
+	// true DESCRIPTOR_INVALID endpoint.json
 }
 
 func ExampleNewInMemoryCredentialProvider() {

@@ -40,8 +40,34 @@ const (
 	ReasonInternal                   = "INTERNAL"
 )
 
-// Local reason tokens: the SDK's own, for refusals and contract breaches it detects.
+// Local reasons: the SDK's own, for failures it detects itself (Error.Code is codes.OK,
+// except ReasonUnreachable and ReasonAborted, which keep the transport's code). The same
+// names in every Colossus SDK; docs/requirements.md (S9) says which failure carries which.
 const (
+	// trust (C1-C4, C6)
+	ReasonDescriptorInvalid  = "DESCRIPTOR_INVALID"
+	ReasonCertificateInvalid = "CERTIFICATE_INVALID"
+	ReasonPinMismatch        = "PIN_MISMATCH"
+	ReasonInstanceMismatch   = "INSTANCE_MISMATCH"
+	ReasonTLSVersion         = "TLS_VERSION"
+	ReasonTLSChain           = "TLS_CHAIN"
+	ReasonTLSHandshake       = "TLS_HANDSHAKE"
+	ReasonServerInfoMismatch = "SERVER_INFO_MISMATCH"
+
+	// credentials (C5, C8)
+	ReasonBearerMalformed     = "BEARER_MALFORMED"
+	ReasonProviderFailed      = "PROVIDER_FAILED"
+	ReasonKeyringUnavailable  = "KEYRING_UNAVAILABLE"
+	ReasonKeyringEntryMissing = "KEYRING_ENTRY_MISSING"
+
+	// transport and the caller
+	ReasonUnreachable  = "UNREACHABLE"
+	ReasonAborted      = "ABORTED"
+	ReasonClientClosed = "CLIENT_CLOSED"
+
+	// answers that break the contract
+	ReasonResponseMalformed      = "RESPONSE_MALFORMED"
+	ReasonPageNoProgress         = "PAGE_NO_PROGRESS"
 	ReasonWatchGap               = "WATCH_GAP"
 	ReasonWatchReplayAltered     = "WATCH_REPLAY_ALTERED"
 	ReasonWatchReplayUnverified  = "WATCH_REPLAY_UNVERIFIABLE"
@@ -50,18 +76,20 @@ const (
 	ReasonWatchReconcileMismatch = "WATCH_RECONCILE_MISMATCH"
 	ReasonWatchReconnectsSpent   = "WATCH_RECONNECTS_EXHAUSTED"
 	ReasonWatchIdleTimeout       = "WATCH_IDLE_TIMEOUT"
-	ReasonPageNoProgress         = "PAGE_NO_PROGRESS"
-	ReasonServerInfoMismatch     = "SERVER_INFO_MISMATCH"
-	ReasonTLSVersion             = "TLS_VERSION"
-	ReasonTLSChain               = "TLS_CHAIN"
-	ReasonTLSHandshake           = "TLS_HANDSHAKE"
-	ReasonPinMismatch            = "PIN_MISMATCH"
-	ReasonUnreachable            = "UNREACHABLE"
-	ReasonResponseTooLarge       = "RESPONSE_TOO_LARGE"
+	ReasonArtifactMismatch       = "ARTIFACT_MISMATCH"
+	ReasonArtifactStreamOrder    = "ARTIFACT_STREAM_ORDER"
 	ReasonArtifactSizeMismatch   = "ARTIFACT_SIZE_MISMATCH"
 	ReasonArtifactDigestMismatch = "ARTIFACT_DIGEST_MISMATCH"
-	ReasonArtifactStreamOrder    = "ARTIFACT_STREAM_ORDER"
-	ReasonBootstrapRefused       = "BOOTSTRAP_REFUSED"
+
+	// sidecar (S7, W16)
+	ReasonSidecarProgramNotFound = "SIDECAR_PROGRAM_NOT_FOUND"
+	ReasonSidecarSpawnFailed     = "SIDECAR_SPAWN_FAILED"
+	ReasonStateDirInvalid        = "STATE_DIR_INVALID"
+	ReasonBootstrapTooLarge      = "BOOTSTRAP_TOO_LARGE"
 	ReasonBootstrapMalformed     = "BOOTSTRAP_MALFORMED"
+	ReasonBootstrapRefused       = "BOOTSTRAP_REFUSED"
+	ReasonBootstrapIO            = "BOOTSTRAP_IO"
+	ReasonBootstrapEOF           = "BOOTSTRAP_EOF"
+	ReasonBootstrapTimeout       = "BOOTSTRAP_TIMEOUT"
 	ReasonSidecarRestartsSpent   = "SIDECAR_RESTARTS_EXHAUSTED"
 )

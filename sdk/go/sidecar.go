@@ -119,7 +119,7 @@ func newSidecarSupervisor(o SidecarOptions) (*sidecarSupervisor, error) {
 	if o.StateDir == "" {
 		dir, err := os.MkdirTemp("", "colossus-sidecar-")
 		if err != nil {
-			return nil, newError(ErrSidecar, "", "cannot create a private state directory")
+			return nil, newError(ErrSidecar, ReasonStateDirInvalid, "cannot create a private state directory")
 		}
 		sup.stateDir, sup.ownedDir = dir, dir
 	} else {
@@ -211,7 +211,7 @@ func (sup *sidecarSupervisor) close() {
 func spawnSidecar(ctx context.Context, o SidecarOptions, stateDir string, log *slog.Logger) (*sidecarProcess, error) {
 	path, err := exec.LookPath(o.Executable)
 	if err != nil {
-		return nil, newError(ErrSidecar, "", "cannot find the worker executable %q", o.Executable)
+		return nil, programNotFound(o.Executable, err)
 	}
 	scopes, roles, tools := o.Scopes, o.Roles, o.Tools
 	if scopes == nil {
@@ -230,13 +230,13 @@ func spawnSidecar(ctx context.Context, o SidecarOptions, stateDir string, log *s
 	}
 	inRead, inWrite, err := os.Pipe()
 	if err != nil {
-		return nil, newError(ErrSidecar, "", "cannot create the bootstrap pipe")
+		return nil, newError(ErrSidecar, ReasonBootstrapIO, "cannot create the bootstrap pipe")
 	}
 	outRead, outWrite, err := os.Pipe()
 	if err != nil {
 		inRead.Close()
 		inWrite.Close()
-		return nil, newError(ErrSidecar, "", "cannot create the bootstrap pipe")
+		return nil, newError(ErrSidecar, ReasonBootstrapIO, "cannot create the bootstrap pipe")
 	}
 	args := append(append([]string{}, o.ExtraArgs...), "--sidecar", "--bootstrap-in-fd", "3", "--bootstrap-out-fd", "4")
 	// exec.Cmd never uses a shell; ExtraFiles become descriptors 3 and 4 in the child.
@@ -253,7 +253,7 @@ func spawnSidecar(ctx context.Context, o SidecarOptions, stateDir string, log *s
 	if startErr != nil {
 		inWrite.Close()
 		outRead.Close()
-		return nil, newError(ErrSidecar, "", "cannot start the worker")
+		return nil, newError(ErrSidecar, ReasonSidecarSpawnFailed, "cannot start the worker").withMeta("program", o.Executable)
 	}
 	p := &sidecarProcess{cmd: cmd, keepalive: inWrite, exited: make(chan struct{})}
 	go p.watchExit(log)
@@ -278,7 +278,7 @@ func (p *sidecarProcess) bootstrap(ctx context.Context, request []byte, replies 
 	stop := context.AfterFunc(ctx, func() { _ = replies.SetReadDeadline(time.Now()) })
 	defer stop()
 	if _, err := p.keepalive.Write(request); err != nil {
-		return nil, newError(ErrSidecar, "BOOTSTRAP_IO", "the worker did not accept the bootstrap request")
+		return nil, newError(ErrSidecar, ReasonBootstrapIO, "the worker did not accept the bootstrap request")
 	}
 	body, err := readFrame(replies)
 	if err != nil {
@@ -286,7 +286,7 @@ func (p *sidecarProcess) bootstrap(ctx context.Context, request []byte, replies 
 			return nil, e
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			e := newError(ErrSidecar, "BOOTSTRAP_TIMEOUT", "the sidecar did not answer in time")
+			e := newError(ErrSidecar, ReasonBootstrapTimeout, "the sidecar did not answer in time")
 			// Cut short by the caller's context: errors.Is(err, context.Canceled) holds (the
 			// read deadline can fire a moment before the context's own timer).
 			if e.cause = ctx.Err(); e.cause == nil && callerDeadline {
@@ -294,7 +294,7 @@ func (p *sidecarProcess) bootstrap(ctx context.Context, request []byte, replies 
 			}
 			return nil, e
 		}
-		return nil, newError(ErrSidecar, "BOOTSTRAP_EOF", "the sidecar closed the bootstrap pipe early")
+		return nil, newError(ErrSidecar, ReasonBootstrapEOF, "the sidecar closed the bootstrap pipe early")
 	}
 	return parseBootstrapReply(body)
 }
@@ -354,4 +354,13 @@ func (p *sidecarProcess) stop(grace time.Duration, log *slog.Logger) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	_ = p.cmd.Wait()
 	log.Info("sidecar worker stopped", "pid", pgid)
+}
+
+// programNotFound is the refusal of a worker program that does not exist, with what to do.
+func programNotFound(program string, cause error) *Error {
+	e := newError(ErrSidecar, ReasonSidecarProgramNotFound,
+		"the sidecar worker program %q was not found: install the worker "+
+			"(e.g. pip install colossus-reference-worker) or set SidecarOptions.Executable to its absolute path", program)
+	e.cause = cause
+	return e.withMeta("program", program)
 }

@@ -35,7 +35,7 @@ type bootstrapGrant struct {
 func encodeFrame(v any) ([]byte, error) {
 	body, err := json.Marshal(v)
 	if err != nil || len(body) > maxBootstrapFrame {
-		return nil, newError(ErrSidecar, ReasonBootstrapMalformed, "the bootstrap request is larger than 64 KiB")
+		return nil, newError(ErrSidecar, ReasonBootstrapTooLarge, "the bootstrap request is larger than 64 KiB")
 	}
 	out := make([]byte, 4, 4+len(body))
 	binary.BigEndian.PutUint32(out, uint32(len(body)))

@@ -105,6 +105,10 @@ func mapRPCError(ctx context.Context, err error, call callKind, idempotencyKey s
 		}
 	}
 	reason, meta := errorInfo(st)
+	if reason == "" && code == codes.Canceled && errors.Is(contextEnded(ctx), context.Canceled) {
+		// The caller cancelled: the same reason TypeScript gives an aborted signal.
+		reason = ReasonAborted
+	}
 	message := st.Message()
 	if message == "" {
 		message = strings.ToLower(code.String())

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"google.golang.org/grpc/codes"
 )
 
 // The shared, language-neutral parser vectors of conformance/vectors/: every SDK must
@@ -15,6 +17,7 @@ const vectorsDir = "../../conformance/vectors"
 type vector struct {
 	Name     string `json:"name"`
 	Expect   string `json:"expect"`
+	Reason   string `json:"reason"`
 	Text     string `json:"text"`
 	Endpoint string `json:"endpoint"`
 	PEM      string `json:"pem"`
@@ -99,6 +102,10 @@ func TestSharedVectors(t *testing.T) {
 					var e *Error
 					if !errors.As(err, &e) || e.Message == "" {
 						t.Fatalf("refusal is not a described *Error: %v", err)
+					}
+					// The same local reason in every SDK (docs/requirements.md, S9), no code.
+					if e.Reason != v.Reason || e.Code != codes.OK {
+						t.Fatalf("%s %q: got reason %q code %s, want reason %q and no code", f.Kind, v.Name, e.Reason, CodeName(e.Code), v.Reason)
 					}
 				}
 			})

@@ -189,7 +189,7 @@ func (w *watchDriver) stream(ctx context.Context, s *session, yield func(RunEven
 		}
 		ev := resp.GetEvent()
 		if ev == nil {
-			return false, newError(ErrProtocolViolation, ReasonFieldInvalid, "the watch sent a message without an event")
+			return false, newError(ErrProtocolViolation, ReasonResponseMalformed, "the watch sent a message without an event")
 		}
 		_, terminal := ev.GetPayload().(*pb.RunEvent_Terminated)
 		verdict, err := w.core.onEvent(ev.GetRunId(), ev.GetSequence(), ev, retainedSize(ev), terminal)

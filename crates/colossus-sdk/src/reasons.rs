@@ -108,6 +108,34 @@ reasons! {
     PAGE_NO_PROGRESS = "PAGE_NO_PROGRESS";
     /// GetServerInfo named another instance, API package, major or deployment mode.
     SERVER_INFO_MISMATCH = "SERVER_INFO_MISMATCH";
+    /// `endpoint.json`, its folder or an endpoint string broke its rules (C1).
+    DESCRIPTOR_INVALID = "DESCRIPTOR_INVALID";
+    /// `certificate.pem` (or a bootstrap certificate) broke its rules (C2).
+    CERTIFICATE_INVALID = "CERTIFICATE_INVALID";
+    /// The descriptor names an instance other than the provisioned one (C3).
+    INSTANCE_MISMATCH = "INSTANCE_MISMATCH";
+    /// A bearer is not 32-256 visible ASCII characters (C5).
+    BEARER_MALFORMED = "BEARER_MALFORMED";
+    /// The credential provider failed.
+    PROVIDER_FAILED = "PROVIDER_FAILED";
+    /// No OS credential store could be reached (a headless session, say).
+    KEYRING_UNAVAILABLE = "KEYRING_UNAVAILABLE";
+    /// The OS credential store holds no entry for this application.
+    KEYRING_ENTRY_MISSING = "KEYRING_ENTRY_MISSING";
+    /// The sidecar worker program was not found.
+    SIDECAR_PROGRAM_NOT_FOUND = "SIDECAR_PROGRAM_NOT_FOUND";
+    /// The sidecar worker could not be started.
+    SIDECAR_SPAWN_FAILED = "SIDECAR_SPAWN_FAILED";
+    /// The sidecar's state folder is not an absolute, private folder.
+    STATE_DIR_INVALID = "STATE_DIR_INVALID";
+    /// The bootstrap request is over the frame cap.
+    BOOTSTRAP_TOO_LARGE = "BOOTSTRAP_TOO_LARGE";
+    /// The bootstrap pipes failed.
+    BOOTSTRAP_IO = "BOOTSTRAP_IO";
+    /// The sidecar closed its bootstrap pipe before replying.
+    BOOTSTRAP_EOF = "BOOTSTRAP_EOF";
+    /// The sidecar did not reply within the bootstrap timeout.
+    BOOTSTRAP_TIMEOUT = "BOOTSTRAP_TIMEOUT";
     /// The handshake was not TLS 1.3.
     TLS_VERSION = "TLS_VERSION";
     /// The server presented more than its one pinned certificate.

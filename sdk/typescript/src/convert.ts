@@ -78,7 +78,7 @@ function limits(l: pbSystem.Limits | undefined): m.Limits {
 
 export function serverInfo(s: pbSystem.ServerInfo | undefined): m.ServerInfo {
   if (s === undefined) {
-    throw new ProtocolViolationError("GetServerInfo returned no server_info", { reason: "MISSING_FIELD" });
+    throw new ProtocolViolationError("GetServerInfo returned no server_info", { reason: "RESPONSE_MALFORMED" });
   }
   return Object.freeze({
     instanceId: s.instanceId,
@@ -139,7 +139,7 @@ export function runResult(r: pbRuns.RunResult | undefined): m.RunResult | null {
 
 export function run(r: pbRuns.Run | undefined): m.Run {
   if (r === undefined) {
-    throw new ProtocolViolationError("the response carried no run", { reason: "MISSING_FIELD" });
+    throw new ProtocolViolationError("the response carried no run", { reason: "RESPONSE_MALFORMED" });
   }
   return Object.freeze({
     runId: r.runId,
@@ -166,7 +166,7 @@ export function payload(p: pbRuns.RunEvent["payload"]): m.RunEventPayload {
       return { kind: "output_delta", text: p.value.text };
     case "interactionRequested":
       if (p.value.interaction === undefined) {
-        throw new ProtocolViolationError("interaction_requested carried no interaction", { reason: "MISSING_FIELD" });
+        throw new ProtocolViolationError("interaction_requested carried no interaction", { reason: "RESPONSE_MALFORMED" });
       }
       return { kind: "interaction_requested", interaction: interaction(p.value.interaction) };
     case "interactionResolved":
@@ -197,7 +197,7 @@ export function runEvent(e: pbRuns.RunEvent, sequence: number): m.RunEvent {
 
 export function artifact(a: pbArtifacts.Artifact | undefined): m.Artifact {
   if (a === undefined) {
-    throw new ProtocolViolationError("the response carried no artifact", { reason: "MISSING_FIELD" });
+    throw new ProtocolViolationError("the response carried no artifact", { reason: "RESPONSE_MALFORMED" });
   }
   return Object.freeze({
     artifactId: a.artifactId,

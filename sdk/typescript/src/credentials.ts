@@ -56,7 +56,10 @@ export class KeyringCredentialProvider implements CredentialProvider {
     private readonly load: () => Promise<unknown> = () => import("@napi-rs/keyring"),
   ) {
     if (service.length === 0 || account.length === 0) {
-      throw new CredentialError("the keyring service and account must be non-empty", { reason: "KEYRING_ARGUMENTS" });
+      throw new CredentialError("the keyring service and account must be non-empty", {
+        reason: "FIELD_INVALID",
+        metadata: { field: service.length === 0 ? "service" : "account" },
+      });
     }
   }
 

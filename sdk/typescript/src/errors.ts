@@ -7,6 +7,7 @@
  * reasons, declared metadata keys and the server's text only, never from a bearer.
  */
 import { inspect } from "node:util";
+import type { ReasonName } from "./reasons.js";
 
 /** gRPC status names, as the wire and the other SDKs spell them. */
 export type StatusCode =
@@ -30,7 +31,7 @@ export type StatusCode =
 /** Optional fields of every {@link ColossusError}. */
 export interface ErrorDetails {
   readonly code?: StatusCode | null;
-  readonly reason?: string | null;
+  readonly reason?: ReasonName | null;
   readonly metadata?: Readonly<Record<string, string>>;
   readonly idempotencyKey?: string | null;
   readonly cause?: unknown;
@@ -43,8 +44,8 @@ const BRAND = Symbol.for("colossus-sdk.ColossusError");
 export class ColossusError extends Error {
   /** The gRPC status name, or `null` when the SDK refused locally. */
   readonly code: StatusCode | null;
-  /** The `ErrorInfo` reason, a local reason token, or `null`. */
-  readonly reason: string | null;
+  /** The `ErrorInfo` reason or the SDK's local reason (compare with {@link Reason}), or `null`. */
+  readonly reason: ReasonName | null;
   /** `ErrorInfo` metadata (`field`, `limit`, `scope`, `capability`, ...). */
   readonly metadata: Readonly<Record<string, string>>;
   /** The idempotency key of the `runs.create` call that failed, when there was one. */
@@ -166,6 +167,6 @@ export class SidecarError extends ColossusError {}
 export class ClientClosedError extends ColossusError {}
 
 /** A local refusal of a malformed argument, naming the field. */
-export function invalidArgument(message: string, field: string, reason = "FIELD_INVALID"): InvalidArgumentError {
+export function invalidArgument(message: string, field: string, reason: ReasonName = "FIELD_INVALID"): InvalidArgumentError {
   return new InvalidArgumentError(message, { reason, metadata: { field } });
 }

@@ -39,6 +39,7 @@ export {
   type StatusCode,
 } from "./errors.js";
 export { silentLogger, type Logger } from "./logger.js";
+export { Reason, type KnownReason, type ReasonName } from "./reasons.js";
 export { isTerminalStatus } from "./models.js";
 export type * from "./models.js";
 export type { ClientOptions, DaemonOptions, SidecarOptions, TraceContextProvider } from "./options.js";

@@ -22,7 +22,7 @@ export class RunPager implements AsyncIterable<Run> {
       // A token binds the resume position, so an empty page that hands back the token it
       // was asked with made no progress: following it would loop forever.
       if (page.runs.length === 0 && page.nextPageToken !== "" && page.nextPageToken === token) {
-        throw new ProtocolViolationError("ListRuns answered an empty page with the same continuation token", { reason: "PAGINATION_STALLED" });
+        throw new ProtocolViolationError("ListRuns answered an empty page with the same continuation token", { reason: "PAGE_NO_PROGRESS" });
       }
       yield page;
       if (page.nextPageToken === "") return;

@@ -63,7 +63,7 @@ export function parseReply(body: Uint8Array): BootstrapReply {
     throw malformed(error instanceof StrictJsonError ? error.message : "not JSON");
   }
   const version = obj["version"];
-  if (version !== BOOTSTRAP_VERSION) throw new SidecarError("the bootstrap reply has an unknown version", { reason: "BOOTSTRAP_VERSION" });
+  if (version !== BOOTSTRAP_VERSION) throw new SidecarError("the bootstrap reply has an unknown version", { reason: "BOOTSTRAP_MALFORMED", metadata: { field: "version" } });
   if ("error" in obj) {
     const error = obj["error"];
     if (Object.keys(obj).length !== 2 || error === null || typeof error !== "object" || Array.isArray(error)) throw malformed("bad error reply");
@@ -80,7 +80,7 @@ export function parseReply(body: Uint8Array): BootstrapReply {
     throw malformed(`members are wrong (unknown: ${JSON.stringify(unknown)}, missing: ${JSON.stringify(missing)})`);
   }
   const endpoint = parseEndpoint(obj["endpoint"]);
-  if (typeof endpoint === "string") throw new SidecarError(endpoint, { reason: "BOOTSTRAP_ENDPOINT", metadata: { field: "endpoint" } });
+  if (typeof endpoint === "string") throw new SidecarError(endpoint, { reason: "BOOTSTRAP_MALFORMED", metadata: { field: "endpoint" } });
   if (!isOpaqueId(obj["instance_id"])) throw malformed("instance_id must be 1-64 characters of [A-Za-z0-9_-]");
   if (!isOpaqueId(obj["credential_id"])) throw malformed("credential_id must be 1-64 characters of [A-Za-z0-9_-]");
   if (obj["api_version"] !== API_VERSION) throw malformed(`api_version must be "${API_VERSION}"`);
@@ -92,14 +92,20 @@ export function parseReply(body: Uint8Array): BootstrapReply {
   try {
     certificate = parseLeafCertificate(Buffer.from(pem, "ascii"), endpoint.host);
   } catch (error) {
-    throw new SidecarError(error instanceof CertificateError ? error.message : "bad certificate", { reason: "BOOTSTRAP_CERTIFICATE" });
+    throw new SidecarError(error instanceof CertificateError ? error.message : "bad certificate", {
+      reason: "BOOTSTRAP_MALFORMED",
+      metadata: { field: "certificate_pem" },
+    });
   }
   if (certificate.sha256 !== pin) throw new PinMismatchError("the bootstrap certificate does not hash to its pin", { reason: "PIN_MISMATCH" });
   let bearer: Bearer;
   try {
     bearer = new Bearer(obj["bearer"]);
   } catch (error) {
-    if (error instanceof CredentialError) throw new SidecarError("the bootstrap bearer is malformed", { reason: "BOOTSTRAP_BEARER" });
+    if (error instanceof CredentialError) throw new SidecarError("the bootstrap bearer is malformed", {
+        reason: "BOOTSTRAP_MALFORMED",
+        metadata: { field: "bearer" },
+      });
     throw error;
   }
   return Object.freeze({ endpoint, instanceId: obj["instance_id"], certificate, credentialId: obj["credential_id"], bearer });

@@ -75,6 +75,22 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** Why the worker program could not be started; a missing program says what to do. */
+export function spawnFailure(executable: string, error: Error): SidecarError {
+  const code = (error as NodeJS.ErrnoException).code ?? "error";
+  if (code === "ENOENT") {
+    return new SidecarError(
+      `the sidecar worker program ${JSON.stringify(executable)} was not found: install the worker ` +
+        "(e.g. pip install colossus-reference-worker) or set SidecarOptions.executable to its absolute path",
+      { reason: "SIDECAR_PROGRAM_NOT_FOUND", metadata: { program: executable } },
+    );
+  }
+  return new SidecarError(`cannot start the worker (${code})`, {
+    reason: "SIDECAR_SPAWN_FAILED",
+    metadata: { program: executable },
+  });
+}
+
 /** One spawned worker with its validated reply. */
 export class SidecarProcess {
   private closing = false;
@@ -143,9 +159,7 @@ export class SidecarProcess {
         resolve(error);
       });
     });
-    if (spawned !== null) {
-      throw new SidecarError(`cannot start the worker (${(spawned as NodeJS.ErrnoException).code ?? "error"})`, { reason: "SPAWN_FAILED" });
-    }
+    if (spawned !== null) throw spawnFailure(options.executable, spawned);
     const pid = child.pid ?? 0;
     options.logger?.info("started sidecar worker", { pid });
     const input = child.stdio[3] as Writable;

@@ -93,7 +93,7 @@ fs.writeFileSync(${JSON.stringify(grandchildPid)}, String(child.pid)); setInterv
 
   it("refuses a reply with a malformed member, naming nothing secret", async () => {
     const error = await start(standIn("bad", 'reply({ version: 1, endpoint: "https://localhost:1", instance_id: "i", api_version: "v1alpha1", certificate_sha256: "0".repeat(64), certificate_pem: "x", credential_id: "c", bearer: "b".repeat(40) });'));
-    assert.ok(error instanceof SidecarError && error.reason === "BOOTSTRAP_ENDPOINT");
+    assert.ok(error instanceof SidecarError && error.reason === "BOOTSTRAP_MALFORMED" && error.metadata["field"] === "endpoint");
     assert.ok(!error.message.includes("b".repeat(40)));
   });
 

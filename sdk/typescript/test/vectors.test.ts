@@ -41,12 +41,20 @@ describe("shared parser vectors", () => {
       for (const vector of data.vectors) {
         it(vector.name, () => {
           let verdict = "accept";
+          let reason: string | null = null;
+          let code: string | null = null;
           try {
             parse?.(vector);
           } catch (error) {
             verdict = kindOf(error);
+            if (error instanceof ColossusError) ({ reason, code } = error);
           }
           assert.equal(verdict, vector.expect, `${file}: ${vector.name}`);
+          // The same local reason in every SDK (docs/requirements.md, S9), and no status code.
+          if (verdict !== "accept") {
+            assert.equal(reason, vector["reason"], `${file}: ${vector.name}: reason`);
+            assert.equal(code, null, `${file}: ${vector.name}: code`);
+          }
         });
       }
     });

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ._errors import CredentialError
+from ._errors import CredentialError, LocalReason
 from ._transport._bearer import Bearer
 
 
@@ -124,9 +124,15 @@ class KeyringCredentialProvider:
                 reason="KEYRING_UNAVAILABLE",
             )
         if failure is not None:
-            raise CredentialError(f"the OS credential store failed: {failure}")
+            raise CredentialError(
+                f"the OS credential store failed: {failure}",
+                reason=LocalReason.KEYRING_UNAVAILABLE,
+            )
         if value is None:
-            raise CredentialError("no bearer is stored under this keyring service and username")
+            raise CredentialError(
+                "no bearer is stored under this keyring service and username",
+                reason=LocalReason.KEYRING_ENTRY_MISSING,
+            )
         return str(value)
 
     def __repr__(self) -> str:
@@ -145,5 +151,7 @@ def load_bearer(provider: CredentialProvider) -> Bearer:
         failure = type(exc).__name__
     if failure is not None:
         # Outside the handler: the provider's exception is not kept as context.
-        raise CredentialError(f"the credential provider failed: {failure}")
+        raise CredentialError(
+            f"the credential provider failed: {failure}", reason=LocalReason.PROVIDER_FAILED
+        )
     return Bearer(raw)

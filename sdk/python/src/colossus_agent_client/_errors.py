@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import ClassVar, Final
 
 import grpc
 from google.rpc import error_details_pb2, status_pb2
@@ -69,6 +69,64 @@ class ErrorReason(str, enum.Enum):
     JOURNAL_INTEGRITY = "JOURNAL_INTEGRITY"
     INTERNAL = "INTERNAL"
 
+    def __str__(self) -> str:
+        return self.value
+
+
+class LocalReason(str, enum.Enum):
+    """Reasons the SDK gives to failures it detects itself (``code`` is ``None``, except
+    ``UNREACHABLE``, ``ABORTED`` and a watch whose reconnects ran out, which keep the
+    transport's code). The same names in every SDK; ``docs/requirements.md`` (S9) lists
+    which failure carries which reason and error kind.
+    """
+
+    # trust (C1-C4, C6)
+    DESCRIPTOR_INVALID = "DESCRIPTOR_INVALID"
+    CERTIFICATE_INVALID = "CERTIFICATE_INVALID"
+    PIN_MISMATCH = "PIN_MISMATCH"
+    INSTANCE_MISMATCH = "INSTANCE_MISMATCH"
+    TLS_VERSION = "TLS_VERSION"
+    TLS_CHAIN = "TLS_CHAIN"
+    TLS_HANDSHAKE = "TLS_HANDSHAKE"
+    SERVER_INFO_MISMATCH = "SERVER_INFO_MISMATCH"
+    # credentials (C5, C8)
+    BEARER_MALFORMED = "BEARER_MALFORMED"
+    PROVIDER_FAILED = "PROVIDER_FAILED"
+    KEYRING_UNAVAILABLE = "KEYRING_UNAVAILABLE"
+    KEYRING_ENTRY_MISSING = "KEYRING_ENTRY_MISSING"
+    # transport
+    UNREACHABLE = "UNREACHABLE"
+    CLIENT_CLOSED = "CLIENT_CLOSED"
+    # responses that break the contract
+    RESPONSE_MALFORMED = "RESPONSE_MALFORMED"
+    PAGE_NO_PROGRESS = "PAGE_NO_PROGRESS"
+    WATCH_GAP = "WATCH_GAP"
+    WATCH_REPLAY_ALTERED = "WATCH_REPLAY_ALTERED"
+    WATCH_REPLAY_UNVERIFIABLE = "WATCH_REPLAY_UNVERIFIABLE"
+    WATCH_WRONG_RUN = "WATCH_WRONG_RUN"
+    WATCH_AFTER_TERMINAL = "WATCH_AFTER_TERMINAL"
+    WATCH_RECONCILE_MISMATCH = "WATCH_RECONCILE_MISMATCH"
+    WATCH_RECONNECTS_EXHAUSTED = "WATCH_RECONNECTS_EXHAUSTED"
+    WATCH_IDLE_TIMEOUT = "WATCH_IDLE_TIMEOUT"
+    ARTIFACT_MISMATCH = "ARTIFACT_MISMATCH"
+    ARTIFACT_STREAM_ORDER = "ARTIFACT_STREAM_ORDER"
+    ARTIFACT_SIZE_MISMATCH = "ARTIFACT_SIZE_MISMATCH"
+    ARTIFACT_DIGEST_MISMATCH = "ARTIFACT_DIGEST_MISMATCH"
+    # sidecar (S7, W16)
+    SIDECAR_PROGRAM_NOT_FOUND = "SIDECAR_PROGRAM_NOT_FOUND"
+    SIDECAR_SPAWN_FAILED = "SIDECAR_SPAWN_FAILED"
+    STATE_DIR_INVALID = "STATE_DIR_INVALID"
+    BOOTSTRAP_TOO_LARGE = "BOOTSTRAP_TOO_LARGE"
+    BOOTSTRAP_MALFORMED = "BOOTSTRAP_MALFORMED"
+    BOOTSTRAP_REFUSED = "BOOTSTRAP_REFUSED"
+    BOOTSTRAP_IO = "BOOTSTRAP_IO"
+    BOOTSTRAP_EOF = "BOOTSTRAP_EOF"
+    BOOTSTRAP_TIMEOUT = "BOOTSTRAP_TIMEOUT"
+    SIDECAR_RESTARTS_EXHAUSTED = "SIDECAR_RESTARTS_EXHAUSTED"
+
+    def __str__(self) -> str:
+        return self.value
+
 
 class ColossusError(Exception):
     """Root of every error the SDK raises; catch it to handle them all.
@@ -83,6 +141,10 @@ class ColossusError(Exception):
         idempotency_key: the key of the ``CreateRun`` call that failed, when there was one.
     """
 
+    # The reason a class stands for when the SDK raises it without naming one (trust
+    # failures and the like, which only the SDK detects); None for errors the worker sends.
+    default_reason: ClassVar[str | None] = None
+
     def __init__(
         self,
         message: str,
@@ -95,7 +157,10 @@ class ColossusError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
-        self.reason = reason
+        if reason is None:
+            reason = self.default_reason
+        # Stored as a plain str, so an enum member prints and serialises as its name.
+        self.reason = str(reason) if reason is not None else None
         self.metadata: Mapping[str, str] = MappingProxyType(dict(metadata)) if metadata else _EMPTY
         self.idempotency_key = idempotency_key
 
@@ -134,24 +199,34 @@ class DescriptorError(TrustError):
     for example a loose file mode, a symbolic link, a non-loopback endpoint or an
     unknown field."""
 
+    default_reason = LocalReason.DESCRIPTOR_INVALID
+
 
 class CertificateError(TrustError):
     """``certificate.pem`` is missing, unsafe or not the single P-256 leaf for the
     loopback address the worker must present."""
+
+    default_reason = LocalReason.CERTIFICATE_INVALID
 
 
 class PinMismatchError(TrustError):
     """A certificate or instance ID disagreed with the identity enrolment printed. Where
     both are known, the message and ``metadata`` (``expected``, ``actual``) show them."""
 
+    default_reason = LocalReason.PIN_MISMATCH
+
 
 class TlsPolicyError(TrustError):
     """The live handshake did not meet the TLS policy: TLS 1.3 only, exactly one leaf."""
+
+    default_reason = LocalReason.TLS_HANDSHAKE
 
 
 class IncompatibleServerError(TrustError):
     """``GetServerInfo`` named another instance, API package, major version or placement
     than this client expects."""
+
+    default_reason = LocalReason.SERVER_INFO_MISMATCH
 
 
 class CredentialError(ColossusError):
@@ -233,6 +308,8 @@ class DeadlineExceededError(TransportError):
 class WatchIdleTimeoutError(TransportError):
     """A watch delivered no event for longer than its ``idle_timeout``."""
 
+    default_reason = LocalReason.WATCH_IDLE_TIMEOUT
+
 
 class OutcomeUnknownError(ColossusError):
     """A mutation failed in a way that leaves its effect unknown.
@@ -249,6 +326,8 @@ class ProtocolViolationError(ColossusError):
 class WatchGapError(ProtocolViolationError):
     """A watch received a sequence beyond ``last_sequence + 1``: events were lost."""
 
+    default_reason = LocalReason.WATCH_GAP
+
 
 class ArtifactIntegrityError(ProtocolViolationError):
     """Downloaded bytes do not match the artifact's declared size or SHA-256."""
@@ -260,6 +339,8 @@ class SidecarError(ColossusError):
 
 class ClientClosedError(ColossusError):
     """The client was used after ``close()``."""
+
+    default_reason = LocalReason.CLIENT_CLOSED
 
 
 # --- mapping ----------------------------------------------------------------------------

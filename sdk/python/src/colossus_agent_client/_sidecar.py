@@ -32,6 +32,7 @@ from ._errors import (
     CertificateError,
     CredentialError,
     DescriptorError,
+    LocalReason,
     PinMismatchError,
     SidecarError,
 )
@@ -85,8 +86,21 @@ class BootstrapReply:
 def encode_frame(obj: dict[str, object]) -> bytes:
     body = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     if len(body) > MAX_FRAME:
-        raise SidecarError("the bootstrap request is larger than 64 KiB")
+        raise SidecarError(
+            "the bootstrap request is larger than 64 KiB", reason=LocalReason.BOOTSTRAP_TOO_LARGE
+        )
     return struct.pack(">I", len(body)) + body
+
+
+def program_not_found(executable: str) -> SidecarError:
+    """The refusal of a worker program that does not exist, with what to do about it."""
+    return SidecarError(
+        f"the sidecar worker program {executable!r} was not found: install the worker "
+        "(e.g. pip install colossus-reference-worker) or set SidecarOptions.executable to "
+        "its absolute path",
+        reason=LocalReason.SIDECAR_PROGRAM_NOT_FOUND,
+        metadata={"program": executable},
+    )
 
 
 def _safe_token(value: object, limit: int) -> str:
@@ -96,63 +110,84 @@ def _safe_token(value: object, limit: int) -> str:
 
 def parse_reply(body: bytes) -> BootstrapReply:
     """Validates one reply frame's body (everything, before anything is used)."""
-    obj = load_json_object(body, what="the bootstrap reply", error=SidecarError)
+    try:
+        obj = load_json_object(body, what="the bootstrap reply", error=SidecarError)
+    except SidecarError as exc:
+        raise SidecarError(exc.message, reason=LocalReason.BOOTSTRAP_MALFORMED) from None
     # ``type(...) is int``: 1.0 and True compare equal to 1 but are not the integer 1.
     version = obj.get("version")
     if type(version) is not int or version != BOOTSTRAP_VERSION:
-        raise SidecarError("the bootstrap reply has an unknown version", reason="BOOTSTRAP_VERSION")
+        raise SidecarError(
+            "the bootstrap reply has an unknown version",
+            reason=LocalReason.BOOTSTRAP_MALFORMED,
+            metadata={"field": "version"},
+        )
     if "error" in obj:
         error = obj["error"]
         if set(obj) != {"version", "error"} or not isinstance(error, dict):
             raise SidecarError(
-                "the bootstrap error reply is malformed", reason="BOOTSTRAP_MALFORMED"
+                "the bootstrap error reply is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
             )
         code = _safe_token(error.get("code"), _ERROR_CODE_MAX) or "unknown"
         message = _safe_token(error.get("message"), _ERROR_MESSAGE_MAX)
         raise SidecarError(
             f"the sidecar refused to start: {message}",
-            reason="BOOTSTRAP_REFUSED",
+            reason=LocalReason.BOOTSTRAP_REFUSED,
             metadata={"code": code},
         )
     if set(obj) != _REPLY_KEYS:
         unknown, missing = sorted(set(obj) - _REPLY_KEYS), sorted(_REPLY_KEYS - set(obj))
         raise SidecarError(
             f"the bootstrap reply members are wrong (unknown: {unknown}, missing: {missing})",
-            reason="BOOTSTRAP_MALFORMED",
+            reason=LocalReason.BOOTSTRAP_MALFORMED,
         )
     try:
         endpoint = parse_endpoint(obj["endpoint"])
     except DescriptorError as exc:
-        raise SidecarError(exc.message, reason="BOOTSTRAP_ENDPOINT") from None
+        raise SidecarError(
+            exc.message, reason=LocalReason.BOOTSTRAP_MALFORMED, metadata={"field": "endpoint"}
+        ) from None
     if not is_opaque_id(obj["instance_id"]):
-        raise SidecarError("the bootstrap instance_id is malformed", reason="BOOTSTRAP_MALFORMED")
+        raise SidecarError(
+            "the bootstrap instance_id is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
+        )
     if not is_opaque_id(obj["credential_id"]):
-        raise SidecarError("the bootstrap credential_id is malformed", reason="BOOTSTRAP_MALFORMED")
+        raise SidecarError(
+            "the bootstrap credential_id is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
+        )
     if obj["api_version"] != API_VERSION:
         raise SidecarError(
-            "the bootstrap api_version is not v1alpha1", reason="BOOTSTRAP_MALFORMED"
+            "the bootstrap api_version is not v1alpha1", reason=LocalReason.BOOTSTRAP_MALFORMED
         )
     pin = obj["certificate_sha256"]
     if not is_pin(pin):
         raise SidecarError(
-            "the bootstrap certificate_sha256 is malformed", reason="BOOTSTRAP_MALFORMED"
+            "the bootstrap certificate_sha256 is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
         )
     pem = obj["certificate_pem"]
     # The cap of the daemon's certificate.pem holds for the reply's copy too.
     if not isinstance(pem, str) or not pem.isascii() or len(pem) > MAX_CERTIFICATE_BYTES:
         raise SidecarError(
-            "the bootstrap certificate_pem is malformed", reason="BOOTSTRAP_MALFORMED"
+            "the bootstrap certificate_pem is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
         )
     try:
         certificate = parse_leaf_certificate(pem.encode("ascii"), endpoint_host=endpoint.host)
     except CertificateError as exc:
-        raise SidecarError(exc.message, reason="BOOTSTRAP_CERTIFICATE") from None
+        raise SidecarError(
+            exc.message,
+            reason=LocalReason.BOOTSTRAP_MALFORMED,
+            metadata={"field": "certificate_pem"},
+        ) from None
     if certificate.sha256 != pin:
         raise PinMismatchError("the bootstrap certificate does not hash to its pin")
     try:
         bearer = Bearer(obj["bearer"])
     except CredentialError:
-        raise SidecarError("the bootstrap bearer is malformed", reason="BOOTSTRAP_BEARER") from None
+        raise SidecarError(
+            "the bootstrap bearer is malformed",
+            reason=LocalReason.BOOTSTRAP_MALFORMED,
+            metadata={"field": "bearer"},
+        ) from None
     return BootstrapReply(
         endpoint=endpoint,
         instance_id=str(obj["instance_id"]),
@@ -164,10 +199,15 @@ def parse_reply(body: bytes) -> BootstrapReply:
 
 def _check_state_dir(path: Path) -> None:
     if not path.is_absolute():
-        raise SidecarError("state_dir must be an absolute path")
+        raise SidecarError(
+            "state_dir must be an absolute path", reason=LocalReason.STATE_DIR_INVALID
+        )
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise SidecarError("state_dir must be a directory owned by this user with mode 0700")
+        raise SidecarError(
+            "state_dir must be a directory owned by this user with mode 0700",
+            reason=LocalReason.STATE_DIR_INVALID,
+        )
 
 
 def _read_exact(fd: int, size: int, deadline: float) -> bytes:
@@ -176,14 +216,16 @@ def _read_exact(fd: int, size: int, deadline: float) -> bytes:
     while remaining:
         wait = deadline - time.monotonic()
         if wait <= 0:
-            raise SidecarError("the sidecar did not answer in time", reason="BOOTSTRAP_TIMEOUT")
+            raise SidecarError(
+                "the sidecar did not answer in time", reason=LocalReason.BOOTSTRAP_TIMEOUT
+            )
         ready, _, _ = select.select([fd], [], [], wait)
         if not ready:
             continue
         chunk = os.read(fd, remaining)
         if not chunk:
             raise SidecarError(
-                "the sidecar closed the bootstrap pipe early", reason="BOOTSTRAP_EOF"
+                "the sidecar closed the bootstrap pipe early", reason=LocalReason.BOOTSTRAP_EOF
             )
         chunks.append(chunk)
         remaining -= len(chunk)
@@ -241,7 +283,7 @@ class SidecarProcess:
         if os.sep not in executable:
             found = shutil.which(executable)
             if found is None:
-                raise SidecarError(f"cannot find the worker executable {executable!r}")
+                raise program_not_found(executable)
             executable = found
         argv = [
             executable,
@@ -286,7 +328,11 @@ class SidecarProcess:
         except OSError as exc:
             for fd in (in_read, in_write, out_read, out_write, devnull):
                 os.close(fd)
-            raise SidecarError(f"cannot start the worker: {exc.strerror}") from None
+            if isinstance(exc, FileNotFoundError):
+                raise program_not_found(executable) from None
+            raise SidecarError(
+                f"cannot start the worker: {exc.strerror}", reason=LocalReason.SIDECAR_SPAWN_FAILED
+            ) from None
         for fd in (in_read, out_write, devnull):
             os.close(fd)
         log.info("started sidecar worker pid=%d", pid)
@@ -296,7 +342,8 @@ class SidecarProcess:
             (length,) = struct.unpack(">I", _read_exact(out_read, 4, deadline))
             if length > MAX_FRAME:
                 raise SidecarError(
-                    "the bootstrap reply is larger than 64 KiB", reason="BOOTSTRAP_MALFORMED"
+                    "the bootstrap reply is larger than 64 KiB",
+                    reason=LocalReason.BOOTSTRAP_MALFORMED,
                 )
             reply = parse_reply(_read_exact(out_read, length, deadline))
         except BaseException as exc:
@@ -304,7 +351,8 @@ class SidecarProcess:
             _terminate_group(pid, in_write, options.shutdown_grace)
             if isinstance(exc, OSError):
                 raise SidecarError(
-                    f"the bootstrap exchange failed: {exc.strerror}", reason="BOOTSTRAP_IO"
+                    f"the bootstrap exchange failed: {exc.strerror}",
+                    reason=LocalReason.BOOTSTRAP_IO,
                 ) from None
             raise
         os.close(out_read)
@@ -412,7 +460,7 @@ class SidecarSupervisor:
         if self.restarts >= self.options.max_restarts:
             self._gave_up = SidecarError(
                 f"the sidecar exited unexpectedly and {self.restarts} restarts were used",
-                reason="SIDECAR_RESTARTS_EXHAUSTED",
+                reason=LocalReason.SIDECAR_RESTARTS_EXHAUSTED,
             )
             raise SidecarError(self._gave_up.message, reason=self._gave_up.reason)
         self.restarts += 1

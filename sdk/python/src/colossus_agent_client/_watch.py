@@ -52,7 +52,7 @@ _decode = run_service_pb2.WatchRunResponse.FromString
 def _undecodable() -> ProtocolViolationError:
     return ProtocolViolationError(
         "the watch received a message that is not a WatchRunResponse",
-        reason="WATCH_UNDECODABLE_EVENT",
+        reason="RESPONSE_MALFORMED",
     )
 
 
@@ -67,7 +67,7 @@ def _only_answer(call: Any) -> run_service_pb2.GetRunResponse:
     answer: run_service_pb2.GetRunResponse | None = next(answers, None)
     if answer is None or next(answers, None) is not None:
         raise ProtocolViolationError(
-            "GetRun did not answer with exactly one run", reason="GET_RUN_NOT_ONE_ANSWER"
+            "GetRun did not answer with exactly one run", reason="RESPONSE_MALFORMED"
         )
     return answer
 

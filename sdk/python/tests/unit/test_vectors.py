@@ -69,3 +69,9 @@ def test_vector(kind: str, vector: dict[str, Any]) -> None:
     assert got == vector["expect"], (
         f"{vector['name']}: expected {vector['expect']}, got {got}: {caught.value}"
     )
+    # The local reason is the same in every SDK (docs/requirements.md, S9); local refusals
+    # carry no status code.
+    assert caught.value.reason == vector["reason"], (
+        f"{vector['name']}: expected reason {vector['reason']}, got {caught.value.reason}"
+    )
+    assert caught.value.code is None

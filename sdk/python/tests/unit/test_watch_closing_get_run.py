@@ -62,7 +62,7 @@ def test_a_get_run_stream_must_answer_exactly_once(answers: int) -> None:
     response = run_service_pb2.GetRunResponse(run=make_run(RUN))
     with pytest.raises(colossus.ProtocolViolationError) as caught:
         _only_answer(iter([response] * answers))
-    assert caught.value.reason == "GET_RUN_NOT_ONE_ANSWER"
+    assert caught.value.reason == "RESPONSE_MALFORMED"
 
 
 def test_a_get_run_stream_with_one_answer_gives_it() -> None:

@@ -110,7 +110,7 @@ def test_an_undecodable_message_is_a_protocol_violation() -> None:
     assert next(iterator).sequence == 1
     with pytest.raises(colossus.ProtocolViolationError) as info:
         next(iterator)
-    assert info.value.reason == "WATCH_UNDECODABLE_EVENT"
+    assert info.value.reason == "RESPONSE_MALFORMED"
 
 
 def _finished_run(fake: FakeWorker, n: int) -> None:

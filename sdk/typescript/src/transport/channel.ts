@@ -62,7 +62,7 @@ export class Channel {
     );
     this.authorize = (next) => (request) => {
       const bearer = this.bearer;
-      if (bearer === null) throw new ClientClosedError("no bearer is loaded on this channel", { reason: "NO_BEARER" });
+      if (bearer === null) throw new ClientClosedError("no bearer is loaded on this channel", { reason: "CLIENT_CLOSED" });
       request.header.set("authorization", bearer.authorization());
       const extra = this.options.headers?.();
       if (extra) for (const [key, value] of Object.entries(extra)) request.header.set(key, value);

@@ -90,7 +90,7 @@ export async function discover(
   const pem = await readOwnerOnlyFile(
     path.join(publicApiDir, CERTIFICATE_FILE),
     MAX_CERTIFICATE_BYTES,
-    (m) => new CertificateError(m, { reason: "CERTIFICATE_FILE" }),
+    (m) => new CertificateError(m, { reason: "CERTIFICATE_INVALID" }),
   );
   const certificate = parseLeafCertificate(pem, descriptor.endpoint.host);
   if (certificate.sha256 !== expectedPin) {

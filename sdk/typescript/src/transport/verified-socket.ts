@@ -96,7 +96,7 @@ export function openVerifiedSocket(
     ...(options.alpn !== undefined ? { ALPNProtocols: [...options.alpn] } : {}),
   });
   const timer = setTimeout(() => {
-    socket.destroy(new TlsPolicyError("the TLS handshake did not finish in time", { reason: "TLS_HANDSHAKE_TIMEOUT" }));
+    socket.destroy(new TlsPolicyError("the TLS handshake did not finish in time", { reason: "TLS_HANDSHAKE" }));
   }, options.handshakeTimeoutMs);
   timer.unref();
   socket.on("keylog", (line: Buffer) => keylog.push(line));

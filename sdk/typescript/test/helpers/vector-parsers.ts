@@ -1,6 +1,6 @@
 // The parser each kind of shared vector (conformance/vectors/) feeds: vectors.test.ts and
 // the parsers_diff verdict program call exactly these, so both judge the same code.
-import { TrustError } from "../../src/errors.js";
+import { DescriptorError } from "../../src/errors.js";
 import { parseReply } from "../../src/sidecar-bootstrap.js";
 import { Bearer } from "../../src/transport/bearer.js";
 import { parseLeafCertificate } from "../../src/transport/certificate.js";
@@ -14,7 +14,8 @@ export const vectorParsers: Readonly<Record<string, (v: VectorInput) => void>> =
   descriptor: (v) => parseDescriptor(Buffer.from(String(v["text"]), "utf8")),
   endpoint: (v) => {
     const result = parseEndpoint(v["endpoint"]);
-    if (typeof result === "string") throw new TrustError(result);
+    // The descriptor reader turns this string into the same error (descriptor.ts).
+    if (typeof result === "string") throw new DescriptorError(result, { reason: "DESCRIPTOR_INVALID", metadata: { field: "endpoint" } });
   },
   certificate: (v) => parseLeafCertificate(Buffer.from(String(v["pem"]), "utf8"), String(v["host"])),
   bearer: (v) => new Bearer(v["bearer"]),

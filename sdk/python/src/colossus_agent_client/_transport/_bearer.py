@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .._errors import CredentialError
+from .._errors import CredentialError, LocalReason
 
 _BEARER_RE: Final = re.compile(r"[\x21-\x7e]{32,256}")
 
@@ -19,7 +19,8 @@ class Bearer:
         if not isinstance(value, str) or _BEARER_RE.fullmatch(value) is None:
             # The value itself is never echoed, not even in part.
             raise CredentialError(
-                "the bearer is malformed: it must be 32-256 visible ASCII characters"
+                "the bearer is malformed: it must be 32-256 visible ASCII characters",
+                reason=LocalReason.BEARER_MALFORMED,
             )
         self.__value = value
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from .._errors import CertificateError, DescriptorError, PinMismatchError
+from .._errors import CertificateError, DescriptorError, LocalReason, PinMismatchError
 from ._certificate import LeafCertificate, parse_leaf_certificate
 
 ENDPOINT_FILE: Final = "endpoint.json"
@@ -256,6 +256,7 @@ def discover(
         raise PinMismatchError(
             "endpoint.json names an instance other than the provisioned one "
             f"(expected {expected_instance_id}, found {descriptor.instance_id})",
+            reason=LocalReason.INSTANCE_MISMATCH,
             metadata={"expected": expected_instance_id, "actual": descriptor.instance_id},
         )
     pem = read_owner_only_file(

@@ -24,7 +24,9 @@ import socket
 import ssl
 from typing import Any
 
-from .._errors import PinMismatchError, TlsPolicyError, TransportError
+import grpc
+
+from .._errors import LocalReason, PinMismatchError, TlsPolicyError, TransportError
 from ._certificate import LeafCertificate, sha256_hex
 from ._descriptor import Endpoint
 
@@ -78,7 +80,9 @@ def _presented_chain(tls: Any) -> list[bytes] | None:
 def _check_session(tls: Any, expected_pin: str) -> str:
     version = tls.version()
     if version != "TLSv1.3":
-        raise TlsPolicyError(f"the worker negotiated {version}, not TLS 1.3")
+        raise TlsPolicyError(
+            f"the worker negotiated {version}, not TLS 1.3", reason=LocalReason.TLS_VERSION
+        )
     if tls.session_reused:
         # Never offered by the SDK; a resumed session would show no certificate to check.
         raise TlsPolicyError("the pre-flight resumed an earlier TLS session")
@@ -92,7 +96,8 @@ def _check_session(tls: Any, expected_pin: str) -> str:
         )
     if len(chain) != 1:
         raise TlsPolicyError(
-            f"the worker presented {len(chain)} certificates; exactly one leaf is allowed"
+            f"the worker presented {len(chain)} certificates; exactly one leaf is allowed",
+            reason=LocalReason.TLS_CHAIN,
         )
     live_pin = sha256_hex(leaf)
     if not hmac.compare_digest(live_pin, expected_pin) or sha256_hex(chain[0]) != live_pin:
@@ -111,7 +116,9 @@ def _classify(exc: BaseException, *, connected: bool, drop_is_refusal: bool = Tr
     if isinstance(exc, ssl.SSLError):
         text = (exc.reason or "").upper() if isinstance(exc.reason, str) else ""
         if "VERSION" in text or "PROTOCOL" in text:
-            return TlsPolicyError("the worker did not complete a TLS 1.3 handshake")
+            return TlsPolicyError(
+                "the worker did not complete a TLS 1.3 handshake", reason=LocalReason.TLS_VERSION
+            )
         return TlsPolicyError(f"the TLS handshake failed ({exc.reason or 'unknown reason'})")
     if isinstance(exc, TimeoutError | socket.timeout):
         return TransportError("the TLS pre-flight handshake timed out")
@@ -120,7 +127,11 @@ def _classify(exc: BaseException, *, connected: bool, drop_is_refusal: bool = Tr
         # with a FIN (seen as an unexpected EOF above) or a reset, depending on timing; the
         # verdict must not depend on which, so both are a refused handshake.
         return TlsPolicyError(f"the worker dropped the TLS 1.3 handshake ({type(exc).__name__})")
-    return TransportError(f"cannot reach the worker: {type(exc).__name__}")
+    return TransportError(
+        f"cannot reach the worker: {type(exc).__name__}",
+        code=grpc.StatusCode.UNAVAILABLE,
+        reason=LocalReason.UNREACHABLE,
+    )
 
 
 def open_verified(
@@ -161,7 +172,9 @@ def open_verified(
         # both are a silent drop, which only the probe can tell from a policy refusal.
         if not drop_is_refusal and isinstance(exc, ConnectionError | ssl.SSLEOFError):
             if _answers_tls12(endpoint, timeout):
-                raise TlsPolicyError("the worker answers TLS 1.2 but not TLS 1.3") from None
+                raise TlsPolicyError(
+                    "the worker answers TLS 1.2 but not TLS 1.3", reason=LocalReason.TLS_VERSION
+                ) from None
             raise HandshakeDroppedError(
                 f"the worker closed the TLS handshake without a word ({type(exc).__name__})"
             ) from None
