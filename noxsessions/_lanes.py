@@ -43,7 +43,14 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCKS: dict[str, frozenset[str]] = {
     # sdk/typescript: node_modules (npm ci), dist/ (npm run build), build/ (tsc of the tests).
     "typescript-tree": frozenset(
-        {"compile_typescript", "typescript_lint", "typescript_tests", "typescript_examples", "conformance"}
+        {
+            "compile_typescript",
+            "typescript_lint",
+            "typescript_tests",
+            "typescript_examples",
+            "typescript_package",
+            "conformance",
+        }
     ),
     # sdk/python: `python -m build` and tox's package build both write src/*.egg-info and build/.
     "python-sdk-tree": frozenset({"python_sdk_lint", "python_sdk_tox"}),
@@ -67,7 +74,8 @@ WEIGHTS: dict[str, float] = {
     "codegen_tests": 29, "docs_check": 15, "durability_lint": 5, "durability_tests": 60,
     "go_lint": 2, "go_tests": 36, "python_sdk_lint": 25, "python_sdk_tests": 52,
     "python_sdk_examples": 12, "python_sdk_tox": 120, "typescript_lint": 26,
-    "typescript_tests": 18, "typescript_examples": 24, "worker_lint": 3, "worker_tests": 180,
+    "typescript_tests": 18, "typescript_examples": 24, "typescript_package": 60,
+    "worker_lint": 3, "worker_tests": 180,
     "worker_fuzz": 15, "conformance_lint": 5, "conformance_selftest": 120, "conformance": 270,
     "ci_selftest": 5, "rust_lint": 60, "rust_tests": 120,
 }

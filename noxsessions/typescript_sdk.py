@@ -1,8 +1,12 @@
 """Sessions for the TypeScript SDK (sdk/typescript).
 
     typescript_lint      tsc --strict (SDK, tests, examples), typescript-eslint strict-type-checked,
-                         the ESM + CommonJS build, publint, @arethetypeswrong/cli and the
-                         contents of `npm pack`
+                         the ESM + CommonJS build by `npm pack`, then publint,
+                         @arethetypeswrong/cli and the file list, all on the packed tarball
+    typescript_package   the package as a user installs it: from the packed tarball and from a
+                         checkout (`npm install <folder>`, built by `prepare`), imported and
+                         required, `instanceof` across the ESM and CommonJS copies, and every
+                         README code block run as pasted against the reference worker
     typescript_tests     node:test unit tests (scripted in-process gRPC worker, TLS policy,
                          shared parser vectors) and integration tests against the reference
                          worker, installed from ./conformance, over real TLS
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import nox
@@ -26,7 +31,7 @@ from noxsessions._wheels import install_local
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/typescript"
 
-DEFAULT_SESSIONS = ["typescript_lint", "typescript_tests", "typescript_examples"]
+DEFAULT_SESSIONS = ["typescript_lint", "typescript_tests", "typescript_examples", "typescript_package"]
 
 # What `npm pack` may contain: the bundles, their declarations and maps, docs, licence.
 PACKAGE_FILES = {
@@ -79,20 +84,52 @@ def _built_with_worker(session: nox.Session) -> dict[str, str]:
 @nox.session(venv_backend="none")
 def typescript_lint(session: nox.Session) -> None:
     """Type checks, lint, the dual build and the package checks."""
+    tmp = _tmp(session)
     session.chdir(SDK)
     _npm_ci(session)
     session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.json", external=True)
     session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.test.json", external=True)
     session.run("npx", "--no-install", "eslint", "--max-warnings", "0", ".", external=True)
-    session.run("npm", "run", "build", external=True)
-    session.run("npx", "--no-install", "publint", "--strict", external=True)
-    session.run("npx", "--no-install", "attw", "--pack", ".", "--profile", "node16", external=True)
-    listing = session.run("npm", "pack", "--dry-run", "--json", external=True, silent=True)
-    files = {entry["path"] for entry in json.loads(str(listing))[0]["files"]}
+    tarball, files = _pack(session, tmp)
+    session.run("npx", "--no-install", "publint", "run", "--strict", str(tarball), external=True)
+    session.run("npx", "--no-install", "attw", str(tarball), "--profile", "node16", external=True)
     unexpected, missing = files - PACKAGE_FILES, PACKAGE_FILES - files
     if unexpected or missing:
         session.error(f"npm pack contents are wrong: unexpected {sorted(unexpected)}, missing {sorted(missing)}")
     session.log(f"npm pack lists exactly {len(files)} files")
+
+
+def _tmp(session: nox.Session) -> Path:
+    """The session's temporary folder as an absolute path (made before any chdir)."""
+    return Path(session.create_tmp()).resolve()
+
+
+def _pack(session: nox.Session, out: Path) -> tuple[Path, set[str]]:
+    """`npm pack` into `out` (its `prepare` script builds dist/ first)."""
+    for old in out.glob("colossus-sdk-*.tgz"):
+        old.unlink()
+    listing = session.run("npm", "pack", "--json", "--pack-destination", str(out), external=True, silent=True)
+    # nox mixes the build's stderr into the output; npm's JSON starts on a line of its own.
+    text = str(listing)
+    start = re.search(r"^\[$", text, re.MULTILINE)
+    if start is None:
+        session.error(f"npm pack printed no JSON listing:\n{text}")
+    entry = json.loads(text[start.start() :])[0]
+    tarball = out / entry["filename"]
+    session.log(f"{tarball.name}: {tarball.stat().st_size} bytes packed, {entry['unpackedSize']} unpacked")
+    return tarball, {f["path"] for f in entry["files"]}
+
+
+@nox.session
+def typescript_package(session: nox.Session) -> None:
+    """Installs the packed tarball and a checkout into apps of their own and runs them."""
+    tmp = _tmp(session)
+    env = _with_worker(session)
+    session.chdir(SDK)
+    _npm_ci(session)
+    tarball, _ = _pack(session, tmp)
+    env["COLOSSUS_SDK_TARBALL"] = str(tarball)
+    session.run("node", "--test", "test/package/package.test.mjs", *session.posargs, external=True, env=env)
 
 
 @nox.session

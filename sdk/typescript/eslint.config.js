@@ -18,6 +18,18 @@ export default tseslint.config(
     },
   },
   {
+    // Plain JavaScript that runs before anything is compiled or installed (the `prepare`
+    // script, the package tests' apps): linted without type information.
+    files: ["**/*.mjs", "**/*.cjs"],
+    extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: { globals: { process: "readonly", console: "readonly" } },
+  },
+  {
+    files: ["**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "writable" } },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
+  {
     files: ["test/**/*.ts"],
     rules: {
       // node:test's describe/it return promises the runner itself awaits.

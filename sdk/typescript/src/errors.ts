@@ -38,7 +38,25 @@ export interface ErrorDetails {
 }
 
 const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
-const BRAND = Symbol.for("colossus-sdk.ColossusError");
+/**
+ * `instanceof` across copies of the package. An app can load both the ESM and the CommonJS
+ * build (or two installed versions), and each copy has its own classes, so the prototype
+ * chain alone would say an error thrown by one copy is no `NotFoundError` of the other. Each
+ * SDK class therefore has a brand, `Symbol.for("colossus-sdk.error.<Name>")` (the same symbol
+ * in every copy), and each error carries the brands of every SDK class it was constructed as:
+ * its own and its ancestors'. `instanceof` on an SDK class checks for that class's brand.
+ */
+const BRANDS = new WeakMap<object, symbol>();
+
+/** The brands of `target` and its SDK ancestors (a subclass of your own adds none). */
+function brandsOf(target: object | null): symbol[] {
+  const brands: symbol[] = [];
+  for (let c = target; c !== null && c !== Error; c = Object.getPrototypeOf(c) as object | null) {
+    const brand = BRANDS.get(c);
+    if (brand !== undefined) brands.push(brand);
+  }
+  return brands;
+}
 
 /** Root of every error the SDK throws. Branch on `code`, `reason` and the class, never on `message`. */
 export class ColossusError extends Error {
@@ -58,15 +76,17 @@ export class ColossusError extends Error {
     this.reason = details.reason ?? null;
     this.metadata = details.metadata ? Object.freeze({ ...details.metadata }) : EMPTY;
     this.idempotencyKey = details.idempotencyKey ?? null;
-    Object.defineProperty(this, BRAND, { value: true });
+    for (const brand of brandsOf(new.target)) Object.defineProperty(this, brand, { value: true });
   }
 
-  /** Keeps `instanceof ColossusError` working across two copies of the package (ESM + CJS). */
+  /**
+   * Keeps `instanceof` working for every SDK error class across two copies of the package
+   * (ESM + CJS); a class of your own that extends one of them uses the prototype chain.
+   */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    if (this !== ColossusError) {
-      return Function.prototype[Symbol.hasInstance].call(this, value);
-    }
-    return typeof value === "object" && value !== null && BRAND in value;
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    const brand = BRANDS.get(this);
+    return brand !== undefined && typeof value === "object" && value !== null && brand in value;
   }
 
   /** A one-line summary with code, reason, metadata and key; safe to log. */
@@ -165,6 +185,41 @@ export class ArtifactIntegrityError extends ProtocolViolationError {}
 export class SidecarError extends ColossusError {}
 /** The client was used after `close()`. */
 export class ClientClosedError extends ColossusError {}
+
+// The brand of each class, named by string: a bundler may rename the class binding itself.
+for (const [name, cls] of Object.entries({
+  ColossusError,
+  TrustError,
+  DescriptorError,
+  CertificateError,
+  PinMismatchError,
+  TlsPolicyError,
+  IncompatibleServerError,
+  CredentialError,
+  ApiError,
+  AuthenticationError,
+  PermissionDeniedError,
+  NotFoundError,
+  InvalidArgumentError,
+  IdempotencyConflictError,
+  FailedPreconditionError,
+  CapabilityMissingError,
+  ResourceExhaustedError,
+  DataLossError,
+  InternalServerError,
+  TransportError,
+  DeadlineExceededError,
+  WatchIdleTimeoutError,
+  AbortedError,
+  OutcomeUnknownError,
+  ProtocolViolationError,
+  WatchGapError,
+  ArtifactIntegrityError,
+  SidecarError,
+  ClientClosedError,
+})) {
+  BRANDS.set(cls, Symbol.for(`colossus-sdk.error.${name}`));
+}
 
 /** A local refusal of a malformed argument, naming the field. */
 export function invalidArgument(message: string, field: string, reason: ReasonName = "FIELD_INVALID"): InvalidArgumentError {
