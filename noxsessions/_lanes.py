@@ -50,10 +50,13 @@ LOCKS: dict[str, frozenset[str]] = {
             "typescript_examples",
             "typescript_package",
             "conformance",
+            "release",
+            "release_dry_run",
         }
     ),
     # sdk/python: `python -m build` and tox's package build both write src/*.egg-info and build/.
-    "python-sdk-tree": frozenset({"python_sdk_lint", "python_sdk_tox"}),
+    # (release and release_dry_run build the sdist and wheel there too.)
+    "python-sdk-tree": frozenset({"python_sdk_lint", "python_sdk_tox", "release", "release_dry_run"}),
     # sdk/go: builds of the same module and the staticcheck binary under .cache/go-tools. Go's
     # caches take their own locks; one Go session at a time also keeps go test -race's two
     # cores to itself. Conformance is not among them: it builds its Go client once, into
@@ -62,7 +65,7 @@ LOCKS: dict[str, frozenset[str]] = {
     # The Rust workspace's target folder (noxsessions/_cargo.py). Cargo locks it itself, so
     # a second session would only wait for the first one's build while holding a lane;
     # conformance builds its Rust client there too but, like Go, only reads the sources.
-    "cargo-target": frozenset({"rust_lint", "rust_tests", "bench_rust_sdk"}),
+    "cargo-target": frozenset({"rust_lint", "rust_tests", "bench_rust_sdk", "release", "release_dry_run"}),
 }
 # Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
 # still start when nothing else runs.
@@ -77,7 +80,7 @@ WEIGHTS: dict[str, float] = {
     "typescript_tests": 18, "typescript_examples": 24, "typescript_package": 60,
     "worker_lint": 3, "worker_tests": 180,
     "worker_fuzz": 15, "conformance_lint": 5, "conformance_selftest": 120, "conformance": 270,
-    "ci_selftest": 5, "rust_lint": 60, "rust_tests": 120,
+    "ci_selftest": 5, "rust_lint": 60, "rust_tests": 120, "release_dry_run": 100,
 }
 DEFAULT_WEIGHT = 30.0
 
