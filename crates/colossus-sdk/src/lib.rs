@@ -6,12 +6,23 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod artifacts;
+pub mod backend;
+mod checks;
+mod client;
+#[cfg(feature = "embedded")]
+pub mod embedded;
 mod error;
 pub mod model;
 pub mod options;
 mod proto;
 pub mod reasons;
 mod retry;
+mod runs;
 mod watch;
 
+pub use artifacts::Artifacts;
+pub use client::Client;
 pub use error::{Code, Error, Kind, Result};
+pub use runs::Runs;
+pub use watch::stream::Watch;

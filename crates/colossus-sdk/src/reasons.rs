@@ -148,6 +148,12 @@ reasons! {
     UNREACHABLE = "UNREACHABLE";
     /// A response is over the advertised response cap.
     RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE";
+    /// The client was used after it was closed.
+    CLIENT_CLOSED = "CLIENT_CLOSED";
+    /// A response broke the contract's shape (a missing message or a malformed ID).
+    RESPONSE_MALFORMED = "RESPONSE_MALFORMED";
+    /// The worker stored an artifact that differs from the upload.
+    ARTIFACT_MISMATCH = "ARTIFACT_MISMATCH";
     /// A download's length differs from the declared size.
     ARTIFACT_SIZE_MISMATCH = "ARTIFACT_SIZE_MISMATCH";
     /// A download's SHA-256 differs from the declared digest.

@@ -13,7 +13,6 @@ pub use enums::{
     PlanActionKind, PlanStatus, RunMode, RunStatus, ToolActivityPhase,
 };
 pub use event::{EventPayload, RunEvent};
-pub(crate) use request::new_idempotency_key;
 pub use request::{
     Answer, CreateRunRequest, CreateRunRequestBuilder, InputPart, ListRunsQuery, PlanAction,
     ResearchOptions,

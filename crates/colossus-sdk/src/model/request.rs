@@ -294,7 +294,7 @@ impl CreateRunRequestBuilder {
 }
 
 /// A fresh key in the contract's grammar: `rs-` and a random (version 4) UUID.
-pub(crate) fn new_idempotency_key() -> String {
+fn new_idempotency_key() -> String {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).expect("the OS random source failed");
     b[6] = (b[6] & 0x0f) | 0x40;

@@ -234,6 +234,17 @@ pub struct CreateRunResult {
     pub idempotency_key: String,
 }
 
+impl CreateRunResult {
+    /// A create's answer (for [`Backend`](crate::backend::Backend) implementations).
+    pub fn new(run: Run, replayed: bool, idempotency_key: impl Into<String>) -> Self {
+        CreateRunResult {
+            run,
+            replayed,
+            idempotency_key: idempotency_key.into(),
+        }
+    }
+}
+
 /// One ListRuns page. An empty page may still carry a token.
 #[non_exhaustive]
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -2,3 +2,4 @@
 //! [`Backend`](crate::backend::Backend) ([`stream`]).
 
 pub(crate) mod core;
+pub(crate) mod stream;

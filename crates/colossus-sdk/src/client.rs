@@ -1,0 +1,201 @@
+//! [`Client`]: one API over every placement.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use crate::artifacts::Artifacts;
+use crate::backend::Backend;
+use crate::model::ServerInfo;
+use crate::options::{ClientOptions, RetryPolicy};
+use crate::retry::Backoff;
+use crate::runs::Runs;
+use crate::{Code, Error, Kind, Result, reasons};
+
+struct Shared {
+    backend: Box<dyn Backend>,
+    closed: AtomicBool,
+}
+
+/// A connection to a worker: a shared daemon ([`Client::connect`]), a private sidecar
+/// ([`Client::start_sidecar`]) or an in-process backend ([`Client::embedded`]).
+///
+/// Cloning is cheap and shares the connection. Every call can be cancelled by dropping
+/// its future or stream: nothing keeps running in the background.
+///
+/// ```
+/// # #[cfg(feature = "embedded")]
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> colossus_sdk::Result<()> {
+/// use colossus_sdk::Client;
+/// use colossus_sdk::embedded::EmbeddedRuntime;
+/// use colossus_sdk::model::{CreateRunRequest, RunStatus};
+///
+/// let client = Client::embedded(EmbeddedRuntime::new());
+/// let created = client.runs().create(CreateRunRequest::text("hello")).await?;
+/// let run = client.runs().wait(&created.run.run_id).await?;
+/// assert_eq!(run.status, RunStatus::Succeeded);
+/// client.close();
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "embedded"))]
+/// # fn main() {}
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+    options: Arc<ClientOptions>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("options", &self.options)
+            .field("closed", &self.shared.closed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client over any [`Backend`]: the embedded runtime, or a host's own (see
+    /// [`backend`](crate::backend)). Every watch, retry and integrity rule still applies.
+    pub fn embedded(backend: impl Backend) -> Client {
+        Client::from_backend(Box::new(backend), ClientOptions::default())
+    }
+
+    /// [`Client::embedded`] with options.
+    pub fn embedded_with_options(backend: impl Backend, options: ClientOptions) -> Client {
+        Client::from_backend(Box::new(backend), options)
+    }
+
+    pub(crate) fn from_backend(backend: Box<dyn Backend>, options: ClientOptions) -> Client {
+        Client {
+            shared: Arc::new(Shared {
+                backend,
+                closed: AtomicBool::new(false),
+            }),
+            options: Arc::new(options),
+        }
+    }
+
+    /// A client on the same connection with other options (timeout, retry policy...).
+    pub fn with_options(&self, options: ClientOptions) -> Client {
+        Client {
+            shared: self.shared.clone(),
+            options: Arc::new(options),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// What the worker advertises (its identity was verified when connecting).
+    pub async fn server_info(&self) -> Result<ServerInfo> {
+        let backend = self.backend()?;
+        self.read("GetServerInfo", None, || backend.server_info())
+            .await
+    }
+
+    /// Create, read, list, watch, cancel and answer runs.
+    pub fn runs(&self) -> Runs<'_> {
+        Runs::new(self)
+    }
+
+    /// Upload and download artifacts.
+    pub fn artifacts(&self) -> Artifacts<'_> {
+        Artifacts::new(self)
+    }
+
+    /// Closes the connection (for a sidecar: stops the worker). Later calls, on this
+    /// client and every clone, fail with [`Kind::ClientClosed`]. Idempotent.
+    pub fn close(&self) {
+        if !self.shared.closed.swap(true, Ordering::SeqCst) {
+            self.shared.backend.close();
+        }
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn backend(&self) -> Result<&dyn Backend> {
+        if self.is_closed() {
+            return Err(Error::local(
+                Kind::ClientClosed,
+                reasons::CLIENT_CLOSED,
+                "the client was closed",
+            ));
+        }
+        Ok(&*self.shared.backend)
+    }
+
+    /// Runs one call under the per-call timeout.
+    pub(crate) async fn timed<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
+        match self.options.timeout() {
+            None => call.await,
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(result) => result,
+                Err(_) => Err(Error::status(
+                    Kind::DeadlineExceeded,
+                    Code::DeadlineExceeded,
+                    None,
+                    format!("the call did not finish within {limit:?}"),
+                )),
+            },
+        }
+    }
+
+    /// A read: retried on `UNAVAILABLE` under the policy (`policy` or the client's).
+    pub(crate) async fn read<T, F, Fut>(
+        &self,
+        what: &'static str,
+        policy: Option<RetryPolicy>,
+        mut attempt: F,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut budget = Backoff::new(policy.unwrap_or(*self.options.retry()));
+        loop {
+            let err = match self.timed(attempt()).await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            if !err.is_retryable() {
+                return Err(err);
+            }
+            let reached = err.reason() != Some(reasons::UNREACHABLE);
+            let Some(delay) = budget.next(reached, Instant::now()) else {
+                return Err(err);
+            };
+            tracing::info!(call = what, ?delay, "retrying read");
+            tokio::time::sleep(delay).await;
+            self.backend()?;
+        }
+    }
+
+    /// A mutation: sent once; a transport failure after it may have reached the worker
+    /// leaves its outcome unknown (S2).
+    pub(crate) async fn mutate<T>(
+        &self,
+        call: impl Future<Output = Result<T>>,
+        idempotency_key: Option<&str>,
+    ) -> Result<T> {
+        self.timed(call).await.map_err(|e| {
+            let e = if e.is(Kind::Transport) && e.reason() != Some(reasons::UNREACHABLE) {
+                e.with_kind(Kind::OutcomeUnknown)
+            } else {
+                e
+            };
+            match idempotency_key {
+                Some(key) if e.idempotency_key().is_none() => e.with_idempotency_key(key),
+                _ => e,
+            }
+        })
+    }
+}

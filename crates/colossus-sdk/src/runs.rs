@@ -1,0 +1,228 @@
+//! [`Runs`]: create, read, list, watch, cancel and answer runs.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use futures_core::Stream;
+use futures_util::{StreamExt, stream};
+
+use crate::backend::BoxStream;
+use crate::checks;
+use crate::client::Client;
+use crate::model::{Answer, CreateRunRequest, CreateRunResult, ListRunsQuery, Run, RunPage};
+use crate::options::RetryPolicy;
+use crate::retry::Backoff;
+use crate::watch::stream::Watch;
+use crate::{Error, Kind, Result, reasons};
+
+/// `client.runs()`. Reads (`get`, `list`, `watch`) retry `UNAVAILABLE` under the client's
+/// retry policy; mutations (`create`, `cancel`, `respond`) are sent exactly once, and fail
+/// with [`Kind::OutcomeUnknown`] when their outcome is unknown.
+#[derive(Debug, Clone, Copy)]
+pub struct Runs<'c> {
+    client: &'c Client,
+}
+
+impl<'c> Runs<'c> {
+    pub(crate) fn new(client: &'c Client) -> Self {
+        Runs { client }
+    }
+
+    /// Starts a run (scope `runs:execute`). The request's idempotency key is on the
+    /// result and on every error: after [`Kind::OutcomeUnknown`], sending the same request
+    /// again returns the run it may have created. With
+    /// [`ClientOptions::retry_rate_limited_creates`](crate::options::ClientOptions::retry_rate_limited_creates)
+    /// a `CREATE_RATE_LIMIT` refusal is sent again, with the same key, after the worker's
+    /// `retry_delay`, under the retry policy's budgets.
+    ///
+    /// Refused before sending ([`Kind::CapabilityMissing`]) when it needs a capability
+    /// the worker does not advertise: a plan action (`plans.continue`), an artifact part
+    /// (`artifacts`), an image part (`attachments.image_input`), a research run (`research`).
+    pub async fn create(&self, request: CreateRunRequest) -> Result<CreateRunResult> {
+        let key = request.idempotency_key().to_owned();
+        let keyed = |e: Error| {
+            if e.idempotency_key().is_none() {
+                e.with_idempotency_key(key.clone())
+            } else {
+                e
+            }
+        };
+        let backend = self.client.backend().map_err(keyed)?;
+        let info = self.client.server_info().await.map_err(keyed)?;
+        checks::check_create(&request, &info).map_err(keyed)?;
+        let mut budget = Backoff::new(*self.client.options().retry());
+        loop {
+            let result = self
+                .client
+                .mutate(backend.create_run(&request), Some(&key))
+                .await;
+            match result {
+                Ok(mut created) => {
+                    created.idempotency_key = key;
+                    return Ok(created);
+                }
+                Err(e)
+                    if self.client.options().retry_rate_limited_creates()
+                        && e.reason() == Some(reasons::CREATE_RATE_LIMIT) =>
+                {
+                    let Some(backoff) = budget.next(true, Instant::now()) else {
+                        return Err(e);
+                    };
+                    let delay = e.retry_delay().unwrap_or(backoff);
+                    tracing::info!(
+                        ?delay,
+                        "create rate-limited; sending it again with the same key"
+                    );
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// One run's current state (scope `runs:read`).
+    pub async fn get(&self, run_id: &str) -> Result<Run> {
+        self.get_with(run_id, None).await
+    }
+
+    pub(crate) async fn get_with(&self, run_id: &str, policy: Option<RetryPolicy>) -> Result<Run> {
+        checks::check_id(run_id, "run_id")?;
+        let backend = self.client.backend()?;
+        let run = self
+            .client
+            .read("GetRun", policy, || backend.get_run(run_id))
+            .await?;
+        if run.run_id != run_id {
+            return Err(Error::local(
+                Kind::ProtocolViolation,
+                reasons::RESPONSE_MALFORMED,
+                "GetRun answered with another run",
+            ));
+        }
+        Ok(run)
+    }
+
+    /// Asks a run to stop (scope `runs:control`); never retried.
+    pub async fn cancel(&self, run_id: &str) -> Result<Run> {
+        checks::check_id(run_id, "run_id")?;
+        let backend = self.client.backend()?;
+        self.client.mutate(backend.cancel_run(run_id), None).await
+    }
+
+    /// Answers a pending interaction: [`Answer::Prompt`] (scope `prompts:respond`) or
+    /// [`Answer::Approval`] (scope `approvals:respond`); never retried.
+    pub async fn respond(&self, run_id: &str, interaction_id: &str, answer: Answer) -> Result<Run> {
+        checks::check_respond(run_id, interaction_id, &answer)?;
+        let backend = self.client.backend()?;
+        self.client
+            .mutate(backend.respond(run_id, interaction_id, &answer), None)
+            .await
+    }
+
+    /// One page of this application's runs, newest first (scope `runs:read`). Resume
+    /// with [`ListRunsQuery::with_page_token`] and a previous page's token.
+    pub async fn list_page(&self, query: &ListRunsQuery) -> Result<RunPage> {
+        let backend = self.client.backend()?;
+        let info = self.client.server_info().await?;
+        checks::check_list(query, &info)?;
+        self.client
+            .read("ListRuns", None, || backend.list_runs(query))
+            .await
+    }
+
+    /// Every matching run, following tokens through short and empty pages. A worker that
+    /// returns an empty page with the same token again fails with
+    /// [`Kind::ProtocolViolation`] (`PAGE_NO_PROGRESS`) instead of looping forever.
+    ///
+    /// ```
+    /// # #[cfg(feature = "embedded")]
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> colossus_sdk::Result<()> {
+    /// use futures_util::TryStreamExt;
+    /// use colossus_sdk::{Client, embedded::EmbeddedRuntime, model::*};
+    ///
+    /// let client = Client::embedded(EmbeddedRuntime::new());
+    /// client.runs().create(CreateRunRequest::text("one")).await?;
+    /// let runs: Vec<Run> = client.runs().list(ListRunsQuery::new()).try_collect().await?;
+    /// assert_eq!(runs.len(), 1);
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "embedded"))]
+    /// # fn main() {}
+    /// ```
+    pub fn list(&self, query: ListRunsQuery) -> impl Stream<Item = Result<Run>> + Send + 'static {
+        struct State {
+            client: Client,
+            query: ListRunsQuery,
+            buffered: VecDeque<Run>,
+            done: bool,
+        }
+        let state = State {
+            client: self.client.clone(),
+            query,
+            buffered: VecDeque::new(),
+            done: false,
+        };
+        stream::unfold(state, |mut s| async move {
+            loop {
+                if let Some(run) = s.buffered.pop_front() {
+                    return Some((Ok(run), s));
+                }
+                if s.done {
+                    return None;
+                }
+                let page = match s.client.runs().list_page(&s.query).await {
+                    Ok(page) => page,
+                    Err(e) => {
+                        s.done = true;
+                        return Some((Err(e), s));
+                    }
+                };
+                let next = page.next_page_token.filter(|t| !t.is_empty());
+                if next.is_some() && next == s.query.page_token && page.runs.is_empty() {
+                    s.done = true;
+                    let e = Error::local(
+                        Kind::ProtocolViolation,
+                        reasons::PAGE_NO_PROGRESS,
+                        "ListRuns returned an empty page with the same continuation token",
+                    );
+                    return Some((Err(e), s));
+                }
+                s.done = next.is_none();
+                s.query.page_token = next;
+                s.buffered.extend(page.runs);
+            }
+        })
+    }
+
+    /// The run's events in order, each exactly once, from the start (scope `runs:read`).
+    /// See [`Watch`] for the rules; resume a later watch with
+    /// [`watch_after`](Self::watch_after) and [`Watch::last_sequence`].
+    pub fn watch(&self, run_id: &str) -> Watch {
+        self.watch_after(run_id, 0)
+    }
+
+    /// The run's events after `after_sequence`.
+    pub fn watch_after(&self, run_id: &str, after_sequence: u64) -> Watch {
+        Watch::new(self.client.clone(), run_id, after_sequence)
+    }
+
+    /// Follows the run to its end and returns its final state.
+    pub async fn wait(&self, run_id: &str) -> Result<Run> {
+        let mut watch = self.watch(run_id);
+        while let Some(event) = watch.next().await {
+            event?;
+        }
+        self.get(run_id).await
+    }
+
+    /// Only the run's output text, piece by piece, from the start.
+    pub fn text_stream(&self, run_id: &str) -> BoxStream<'static, Result<String>> {
+        Box::pin(self.watch(run_id).filter_map(|event| async move {
+            match event {
+                Ok(e) => e.output_text().map(|t| Ok(t.to_owned())),
+                Err(e) => Some(Err(e)),
+            }
+        }))
+    }
+}
