@@ -28,6 +28,7 @@ from ._errors import (
     IncompatibleServerError,
     InternalServerError,
     InvalidArgumentError,
+    LocalReason,
     NotFoundError,
     OutcomeUnknownError,
     PermissionDeniedError,
@@ -139,6 +140,7 @@ __all__ = [
     "InvalidArgumentError",
     "KeyringCredentialProvider",
     "Limits",
+    "LocalReason",
     "NotFoundError",
     "OutcomeUnknownError",
     "OutputDelta",
@@ -183,3 +185,15 @@ __all__ = [
     "WatchIdleTimeoutError",
     "__version__",
 ]
+
+
+def _show_public_module() -> None:
+    """Tracebacks, reprs and help() name ``colossus_agent_client.NotFoundError``, the path
+    users import, instead of the private module it happens to live in."""
+    for name in __all__:
+        obj = globals()[name]
+        if isinstance(obj, type) and obj.__module__.startswith(__name__ + "._"):
+            obj.__module__ = __name__
+
+
+_show_public_module()

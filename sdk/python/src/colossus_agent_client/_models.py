@@ -8,9 +8,10 @@ value a newer worker adds is read as the enum's ``UNSPECIFIED`` member.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Union
+from typing import Literal, TypeAlias, Union
 
 from ._coerce import enum_arg, enum_args
 
@@ -134,6 +135,15 @@ class ApprovalDecision(enum.Enum):
 
 
 # --- server info ------------------------------------------------------------------------
+
+
+# The names an enum-typed argument also takes, so that ``ApprovalAnswer(b, "APPROVE")``
+# passes ``mypy --strict`` as it passes at run time (names match in any case there).
+ApprovalDecisionName: TypeAlias = Literal["APPROVE", "DENY", "approve", "deny"]
+PlanActionKindName: TypeAlias = Literal[
+    "REVISE", "EXECUTE_DIRECT", "EXECUTE_GOAL", "revise", "execute_direct", "execute_goal"
+]
+EvidenceLaneName: TypeAlias = Literal["REPOSITORY", "WEB", "MCP", "repository", "web", "mcp"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,7 +589,7 @@ class ArtifactPart:
     media_type: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ResearchOptions:
     """Bounds of a research run: depth 1-5 and a non-empty set of distinct lanes.
 
@@ -596,11 +606,12 @@ class ResearchOptions:
     lanes: tuple[EvidenceLane, ...]
     """Members or names (``("web", "repository")``); stored as a tuple of members."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "lanes", enum_args(self.lanes, EvidenceLane, "research.lanes"))
+    def __init__(self, depth: int, lanes: Iterable[EvidenceLane | EvidenceLaneName]) -> None:
+        object.__setattr__(self, "depth", depth)
+        object.__setattr__(self, "lanes", enum_args(lanes, EvidenceLane, "research.lanes"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class PlanAction:
     """Continue a Draft plan of an earlier PLAN run (needs ``plans.continue``).
 
@@ -619,8 +630,12 @@ class PlanAction:
     kind: PlanActionKind
     """A member or its name (``"revise"``)."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", enum_arg(self.kind, PlanActionKind, "plan_action.kind"))
+    def __init__(
+        self, source_run_id: str, revision: int, kind: PlanActionKind | PlanActionKindName
+    ) -> None:
+        object.__setattr__(self, "source_run_id", source_run_id)
+        object.__setattr__(self, "revision", revision)
+        object.__setattr__(self, "kind", enum_arg(kind, PlanActionKind, "plan_action.kind"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -634,7 +649,7 @@ class PromptAnswer:
     choice: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ApprovalAnswer:
     """Answer to an approval: its binding echoed, and the decision.
 
@@ -651,9 +666,10 @@ class ApprovalAnswer:
     decision: ApprovalDecision
     """A member or its name (``"approve"``)."""
 
-    def __post_init__(self) -> None:
+    def __init__(self, binding: str, decision: ApprovalDecision | ApprovalDecisionName) -> None:
+        object.__setattr__(self, "binding", binding)
         object.__setattr__(
-            self, "decision", enum_arg(self.decision, ApprovalDecision, "answer.decision")
+            self, "decision", enum_arg(decision, ApprovalDecision, "answer.decision")
         )
 
 

@@ -22,7 +22,7 @@ import inspect
 import itertools
 import pydoc
 import re
-import textwrap
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -108,14 +108,28 @@ def _resolve(path: str) -> Any:
     return obj
 
 
+def _class_body(klass: type) -> list[ast.stmt]:
+    """The statements of ``klass``'s definition. Public classes report the package as their
+    ``__module__`` (so ``inspect.getsource`` cannot find them): look in the private module
+    that defines them instead."""
+    for module in list(sys.modules.values()):
+        if not getattr(module, "__name__", "").startswith("colossus_agent_client."):
+            continue
+        if vars(module).get(klass.__name__) is not klass or not getattr(module, "__file__", None):
+            continue
+        for node in ast.parse(inspect.getsource(module)).body:
+            if isinstance(node, ast.ClassDef) and node.name == klass.__name__:
+                return node.body
+    raise LookupError(f"no definition of {klass.__qualname__} found")
+
+
 def _field_docstrings(cls: type) -> set[str]:
     """Names of fields followed by a string literal in the body of the class or a base."""
     found: set[str] = set()
     for klass in cls.__mro__:
         if not dataclasses.is_dataclass(klass):
             continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        body = tree.body[0].body  # type: ignore[attr-defined]
+        body = _class_body(klass)
         for first, second in itertools.pairwise(body):
             if (
                 isinstance(first, ast.AnnAssign)

@@ -16,3 +16,8 @@ from ._faults import Fault
 from ._leaf import TestLeaf, make_test_leaf
 
 __all__ = ["FakeWorker", "Fault", "TestLeaf", "make_test_leaf"]
+
+for _cls in (FakeWorker, Fault, TestLeaf):
+    # Reprs and tracebacks show the module users import (see the package's __init__).
+    _cls.__module__ = __name__
+del _cls
