@@ -27,6 +27,8 @@ type callConfig struct {
 	onReconnect    func(ReconnectInfo)
 	displayName    *string
 	progress       *WatchProgress
+	// rateLimitRetries is set by WithRateLimitRetries (ratelimit.go).
+	rateLimitRetries *int
 }
 
 func collect(opts []CallOption) *callConfig {

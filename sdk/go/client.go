@@ -21,6 +21,8 @@ type Client struct {
 	current *session
 	sidecar *sidecarSupervisor
 	closed  atomic.Bool
+	// root is the client a WithOptions client derives from: it owns the connection.
+	root *Client
 }
 
 func newClient(o ClientOptions, s *session, sc *sidecarSupervisor) *Client {
@@ -71,6 +73,9 @@ func Connect(ctx context.Context, o DaemonOptions) (*Client, error) {
 
 // ServerInfo returns the verified GetServerInfo answer: identity, capabilities, limits.
 func (c *Client) ServerInfo() ServerInfo {
+	if c.root != nil {
+		return c.root.ServerInfo()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.current.info
@@ -79,6 +84,9 @@ func (c *Client) ServerInfo() ServerInfo {
 // session returns the live session, restarting an exited sidecar first (at most
 // MaxRestarts times). A call in flight when a worker died is never replayed.
 func (c *Client) session(ctx context.Context) (*session, error) {
+	if c.root != nil {
+		return c.root.session(ctx)
+	}
 	if c.closed.Load() {
 		return nil, newError(ErrClientClosed, ReasonClientClosed, "the client is closed")
 	}
@@ -96,14 +104,21 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 
 // currentSession is the session calls use now, without restarting a sidecar.
 func (c *Client) currentSession() *session {
+	if c.root != nil {
+		return c.root.currentSession()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.current
 }
 
 // Close closes the channel and, for a sidecar, ends the worker's process group. It is
-// idempotent. Watches in progress end with an error.
+// idempotent. Watches in progress end with an error. Closing a client made by
+// [Client.WithOptions] closes the client it came from, and so every client sharing it.
 func (c *Client) Close() error {
+	if c.root != nil {
+		return c.root.Close()
+	}
 	if c.closed.Swap(true) {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 )
@@ -123,7 +124,10 @@ type Error struct {
 	Metadata map[string]string
 	// IdempotencyKey is the key of the failed create, when the call was a create.
 	IdempotencyKey string
-	cause          error
+	// RetryDelay is how long the worker asked the caller to wait before sending the same
+	// request again (its google.rpc.RetryInfo, sent with CREATE_RATE_LIMIT); 0 when none.
+	RetryDelay time.Duration
+	cause      error
 }
 
 // Kind returns the most specific sentinel this error matches.
@@ -172,8 +176,16 @@ func (e *Error) Is(target error) bool {
 // Unwrap returns the underlying cause (an I/O or gRPC error), if any.
 func (e *Error) Unwrap() error { return e.cause }
 
-// Retryable reports whether a read failing with this error may be retried.
+// Retryable reports whether sending the same request again may succeed and repeats no
+// effect: a read that failed with UNAVAILABLE, or a create refused under the worker's
+// create rate limit (ReasonCreateRateLimit: nothing was created, so the same call with
+// the same idempotency key is safe after RetryDelay; [WithRateLimitRetries] does that).
 func (e *Error) Retryable() bool {
+	return e.retryableRead() || (e.Code == codes.ResourceExhausted && e.Reason == ReasonCreateRateLimit)
+}
+
+// retryableRead is the SDK's own rule for retrying reads and watches: UNAVAILABLE only.
+func (e *Error) retryableRead() bool {
 	return e.Code == codes.Unavailable && e.kind.isA(ErrTransport.(*kind))
 }
 

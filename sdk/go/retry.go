@@ -148,7 +148,7 @@ func retryRead[T any](ctx context.Context, c *Client, what string, policy RetryP
 			return v, nil
 		}
 		e, ok := asError(err)
-		if !ok || !e.Retryable() || ctx.Err() != nil {
+		if !ok || !e.retryableRead() || ctx.Err() != nil {
 			return v, err
 		}
 		delay, n, more := b.next(e.Reason != ReasonUnreachable)

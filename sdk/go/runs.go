@@ -36,13 +36,40 @@ func (r *Runs) Create(ctx context.Context, input []InputPart, opts ...CallOption
 	if err != nil {
 		return nil, withKey(err, key)
 	}
+	retries, err := rateLimitRetries(cfg)
+	if err != nil {
+		return nil, withKey(err, key)
+	}
+	for {
+		resp, err := r.createOnce(ctx, s, req, cfg, key)
+		if err == nil {
+			return &CreateRunResult{Run: toRun(resp.GetRun()), Replayed: resp.GetReplayed(), IdempotencyKey: key}, nil
+		}
+		delay, again := rateLimitDelay(err, &s.info, retries)
+		if !again {
+			return nil, err
+		}
+		retries--
+		r.c.log.Info("create rate-limited; retrying with the same key", "idempotency_key", key, "delay", delay)
+		if err := sleep(ctx, delay); err != nil {
+			return nil, withKey(mapRPCError(ctx, err, readCall, ""), key)
+		}
+		if s, err = r.c.session(ctx); err != nil {
+			return nil, withKey(err, key)
+		}
+	}
+}
+
+// createOnce sends one CreateRun: the one call a create makes, or each of its rate-limit
+// retries (the same request, so the same idempotency key).
+func (r *Runs) createOnce(ctx context.Context, s *session, req *pb.CreateRunRequest, cfg *callConfig, key string) (*pb.CreateRunResponse, error) {
 	callCtx, cancel := callContext(ctx, r.c.opts, cfg)
 	defer cancel()
 	resp, err := s.runs.CreateRun(callCtx, req, s.callOpts...)
 	if err != nil {
 		return nil, s.mapError(callCtx, err, mutationCall, key)
 	}
-	return &CreateRunResult{Run: toRun(resp.GetRun()), Replayed: resp.GetReplayed(), IdempotencyKey: key}, nil
+	return resp, nil
 }
 
 func withKey(err error, key string) error {

@@ -127,7 +127,7 @@ func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *sl
 		e, _ := asError(mapped)
 		// A refused connection is not retried here: nothing listens, which the caller
 		// should hear at once (a dropped handshake without a trust verdict is retried).
-		if e == nil || !e.Retryable() || e.Reason == ReasonUnreachable || ctx.Err() != nil {
+		if e == nil || !e.retryableRead() || e.Reason == ReasonUnreachable || ctx.Err() != nil {
 			return ServerInfo{}, mapped
 		}
 		delay, n, ok := b.next(true)

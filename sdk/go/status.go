@@ -75,6 +75,25 @@ func errorInfo(st *status.Status) (string, map[string]string) {
 	return "", nil
 }
 
+// maxRetryDelay bounds a RetryInfo delay the SDK honours: a larger hint is ignored.
+const maxRetryDelay = time.Hour
+
+// retryDelay is the delay of the status's google.rpc.RetryInfo, or 0 without a usable one.
+func retryDelay(st *status.Status) time.Duration {
+	for _, d := range st.Details() {
+		info, ok := d.(*errdetails.RetryInfo)
+		if !ok || info.GetRetryDelay() == nil {
+			continue
+		}
+		delay := info.GetRetryDelay().AsDuration()
+		if delay < 0 || delay > maxRetryDelay {
+			return 0
+		}
+		return delay
+	}
+	return 0
+}
+
 // mapRPCError maps one failed gRPC call to an [*Error]. It is the only place that does.
 // A local *Error (a trust violation recorded during a reconnect's handshake) passes through.
 func mapRPCError(ctx context.Context, err error, call callKind, idempotencyKey string) error {
@@ -130,6 +149,7 @@ func mapRPCError(ctx context.Context, err error, call callKind, idempotencyKey s
 		Reason:         reason,
 		Metadata:       meta,
 		IdempotencyKey: idempotencyKey,
+		RetryDelay:     retryDelay(st),
 		cause:          cause,
 	}
 }

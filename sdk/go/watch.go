@@ -32,6 +32,7 @@ type WatchProgress struct {
 	last       atomic.Uint64
 	reconnects atomic.Int64
 	completed  atomic.Bool
+	final      atomic.Pointer[Run]
 }
 
 // LastSequence is the sequence of the last delivered event: store it, and a later
@@ -43,6 +44,10 @@ func (p *WatchProgress) Reconnects() int { return int(p.reconnects.Load()) }
 
 // Completed reports whether the watch proved it saw the whole run.
 func (p *WatchProgress) Completed() bool { return p.completed.Load() }
+
+// FinalRun is the ended run as GetRun confirmed it when the watch completed; nil before,
+// or when the watch failed or was stopped early.
+func (p *WatchProgress) FinalRun() *Run { return p.final.Load() }
 
 func eventsEqual(a, b *pb.RunEvent) bool { return proto.Equal(a, b) }
 
@@ -116,7 +121,7 @@ func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool)
 		reachedWorker := true
 		if err != nil {
 			e, ok := asError(err)
-			if !ok || !e.Retryable() || ctx.Err() != nil {
+			if !ok || !e.retryableRead() || ctx.Err() != nil {
 				return err
 			}
 			cause = err
@@ -131,6 +136,7 @@ func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool)
 				return err
 			}
 			if complete {
+				w.progress.final.Store(run)
 				w.progress.completed.Store(true)
 				return nil
 			}
