@@ -18,8 +18,8 @@ struct Shared {
     closed: AtomicBool,
 }
 
-/// A connection to a worker: a shared daemon ([`Client::connect`]), a private sidecar
-/// ([`Client::start_sidecar`]) or an in-process backend ([`Client::embedded`]).
+/// A connection to a worker: a shared daemon (`Client::connect`), a private sidecar
+/// (`Client::start_sidecar`) or an in-process backend ([`Client::embedded`]).
 ///
 /// Cloning is cheap and shares the connection. Every call can be cancelled by dropping
 /// its future or stream: nothing keeps running in the background.

@@ -214,6 +214,11 @@ type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// assert_eq!(err.code(), None); // refused locally: nothing was sent
 /// ```
 pub struct Error {
+    // Boxed so a `Result<T>` stays one pointer wide on the error side.
+    inner: Box<Inner>,
+}
+
+struct Inner {
     kind: Kind,
     code: Option<Code>,
     reason: Option<String>,
@@ -228,14 +233,16 @@ impl Error {
     /// An error the SDK raises on its own (no status from the worker).
     pub fn local(kind: Kind, reason: &str, message: impl Into<String>) -> Self {
         Error {
-            kind,
-            code: None,
-            reason: Some(reason.to_owned()),
-            message: message.into(),
-            metadata: BTreeMap::new(),
-            idempotency_key: None,
-            retry_delay: None,
-            source: None,
+            inner: Box::new(Inner {
+                kind,
+                code: None,
+                reason: Some(reason.to_owned()),
+                message: message.into(),
+                metadata: BTreeMap::new(),
+                idempotency_key: None,
+                retry_delay: None,
+                source: None,
+            }),
         }
     }
 
@@ -246,38 +253,37 @@ impl Error {
         reason: Option<String>,
         message: impl Into<String>,
     ) -> Self {
-        Error {
-            code: Some(code),
-            reason,
-            ..Error::local(kind, "", message)
-        }
+        let mut err = Error::local(kind, "", message);
+        err.inner.code = Some(code);
+        err.inner.reason = reason;
+        err
     }
 
     /// Adds one metadata entry (`field`, `limit`, `capability`...).
     #[must_use]
     pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.metadata.insert(key.into(), value.into());
+        self.inner.metadata.insert(key.into(), value.into());
         self
     }
 
     /// Records the idempotency key of the create that failed.
     #[must_use]
     pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
-        self.idempotency_key = Some(key.into());
+        self.inner.idempotency_key = Some(key.into());
         self
     }
 
     /// Records the worker's suggested delay before a retry (`google.rpc.RetryInfo`).
     #[must_use]
     pub fn with_retry_delay(mut self, delay: Duration) -> Self {
-        self.retry_delay = Some(delay);
+        self.inner.retry_delay = Some(delay);
         self
     }
 
     /// Attaches the underlying cause, readable through `source()`.
     #[must_use]
     pub fn with_source(mut self, source: impl Into<Source>) -> Self {
-        self.source = Some(source.into());
+        self.inner.source = Some(source.into());
         self
     }
 
@@ -285,79 +291,80 @@ impl Error {
     /// a mutation, which becomes [`Kind::OutcomeUnknown`]).
     #[must_use]
     pub fn with_kind(mut self, kind: Kind) -> Self {
-        self.kind = kind;
+        self.inner.kind = kind;
         self
     }
 
     /// The most specific kind of this error.
     pub fn kind(&self) -> Kind {
-        self.kind
+        self.inner.kind
     }
 
     /// Whether this error is of `kind` or of a kind beneath it.
     pub fn is(&self, kind: Kind) -> bool {
-        self.kind.is_a(kind)
+        self.inner.kind.is_a(kind)
     }
 
     /// The gRPC status code the worker answered with; `None` when the SDK refused locally.
     pub fn code(&self) -> Option<Code> {
-        self.code
+        self.inner.code
     }
 
     /// The reason name (compare with [`reasons`](crate::reasons)); `None` when there is none.
     pub fn reason(&self) -> Option<&str> {
-        self.reason.as_deref().filter(|r| !r.is_empty())
+        self.inner.reason.as_deref().filter(|r| !r.is_empty())
     }
 
     /// The message, for people.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
     }
 
     /// The `ErrorInfo` metadata (and the SDK's own, for local errors).
     pub fn metadata(&self) -> &BTreeMap<String, String> {
-        &self.metadata
+        &self.inner.metadata
     }
 
     /// The idempotency key of the failed create, when the call was a create.
     pub fn idempotency_key(&self) -> Option<&str> {
-        self.idempotency_key.as_deref()
+        self.inner.idempotency_key.as_deref()
     }
 
     /// The worker's suggested delay before retrying (a rate-limited create), if it sent one.
     pub fn retry_delay(&self) -> Option<Duration> {
-        self.retry_delay
+        self.inner.retry_delay
     }
 
     /// Whether a read failing with this error may be retried: an `UNAVAILABLE` transport
     /// failure. Mutations are never retried by the SDK (S2).
     pub fn is_retryable(&self) -> bool {
-        self.code == Some(Code::Unavailable) && self.is(Kind::Transport)
+        self.inner.code == Some(Code::Unavailable) && self.is(Kind::Transport)
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "colossus: {}", self.kind.describe())?;
-        if !self.message.is_empty() {
-            write!(f, ": {}", self.message)?;
+        write!(f, "colossus: {}", self.inner.kind.describe())?;
+        if !self.inner.message.is_empty() {
+            write!(f, ": {}", self.inner.message)?;
         }
         let mut parts = Vec::new();
-        if let Some(code) = self.code {
+        if let Some(code) = self.inner.code {
             parts.push(format!("code={code}"));
         }
         if let Some(reason) = self.reason() {
             parts.push(format!("reason={reason}"));
         }
-        if !self.metadata.is_empty() {
+        if !self.inner.metadata.is_empty() {
             let kv: Vec<String> = self
+                .inner
                 .metadata
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             parts.push(format!("metadata={}", kv.join(",")));
         }
-        if let Some(key) = &self.idempotency_key {
+        if let Some(key) = &self.inner.idempotency_key {
             parts.push(format!("idempotency_key={key}"));
         }
         if !parts.is_empty() {
@@ -370,21 +377,22 @@ impl fmt::Display for Error {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Error")
-            .field("kind", &self.kind)
-            .field("code", &self.code)
+            .field("kind", &self.inner.kind)
+            .field("code", &self.inner.code)
             .field("reason", &self.reason())
-            .field("message", &self.message)
-            .field("metadata", &self.metadata)
-            .field("idempotency_key", &self.idempotency_key)
-            .field("retry_delay", &self.retry_delay)
-            .field("source", &self.source)
+            .field("message", &self.inner.message)
+            .field("metadata", &self.inner.metadata)
+            .field("idempotency_key", &self.inner.idempotency_key)
+            .field("retry_delay", &self.inner.retry_delay)
+            .field("source", &self.inner.source)
             .finish()
     }
 }
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
+        self.inner
+            .source
             .as_deref()
             .map(|s| s as &(dyn std::error::Error + 'static))
     }
@@ -421,6 +429,11 @@ mod tests {
             err.to_string(),
             "colossus: not found: no run (code=NOT_FOUND; reason=RUN_NOT_FOUND; metadata=run_id=r1; idempotency_key=k1)"
         );
+    }
+
+    #[test]
+    fn an_error_is_one_pointer_wide() {
+        assert_eq!(size_of::<Error>(), size_of::<usize>());
     }
 
     #[test]
