@@ -493,6 +493,7 @@ class Suite:
             c["name"]: {
                 "state_released": state_released(Path(c["state_dir"])),
                 "starts": _line_count(sidecar_record(Path(c["state_dir"]))),
+                "rpc_calls": _line_count(sidecar_calls(Path(c["state_dir"]))) or 0,
                 **children_facts(sidecar_children(Path(c["state_dir"]))),
             }
             for c in prepared.instruction["connections"]
@@ -612,6 +613,11 @@ def state_released(state_dir: Path, wait_seconds: float = 10.0) -> bool:
 def sidecar_record(state_dir: Path) -> Path:
     """Where a faulty sidecar worker records its starts (one line each)."""
     return state_dir.with_name(state_dir.name + ".starts")
+
+
+def sidecar_calls(state_dir: Path) -> Path:
+    """Where a ``listener-*`` sidecar worker records the unary calls it received."""
+    return state_dir.with_name(state_dir.name + ".calls")
 
 
 def sidecar_children(state_dir: Path) -> Path:

@@ -16,6 +16,10 @@ Faults (docs/fault-control.md, "Sidecar faults"):
 - ``reply-endpoint-localhost``, ``reply-other-pin``, ``reply-bad-bearer``,
   ``reply-extra-member``, ``reply-other-api-version``, ``reply-bad-instance-id``,
   ``reply-bad-credential-id``: the bootstrap reply is rewritten before the SDK reads it;
+- ``listener-tls12``, ``listener-foreign-leaf``, ``listener-leaf-with-intermediate``: the
+  bootstrap reply is genuine, but the listener presents that wrong TLS setup (the C4 cases
+  of a sidecar); every unary call the worker receives is appended to ``<record>.calls``
+  (``.starts`` replaced), so the runner can see that none arrived;
 - ``spawn-child``: before serving, the worker starts a long-lived child in its own
   process group (as a real worker's tool processes would be) and appends the child's PID
   to the file named by ``--children``, so the runner can see whether closing the SDK
@@ -46,7 +50,11 @@ FAULTS = (
     "reply-bad-instance-id",
     "reply-bad-credential-id",
     "spawn-child",
+    "listener-tls12",
+    "listener-foreign-leaf",
+    "listener-leaf-with-intermediate",
 )
+LISTENER_PREFIX = "listener-"
 # Long enough to outlive any case, short enough that a survivor does not linger for long.
 CHILD_SECONDS = 120
 EXIT_FAULT = 70  # the status an injected exit uses, so worker logs name the cause
@@ -93,13 +101,38 @@ def rewrite_reply(fault: str, reply: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
-def arm(fault: str, start: int) -> None:
+def calls_record(record: Path) -> Path:
+    """Where a listener fault records the unary calls its worker received."""
+    return record.with_name(record.name.removesuffix(".starts") + ".calls")
+
+
+def arm_listener(variant: str, calls: Path) -> None:
+    """Serves the wrong listener (no control socket: the fault is fixed for this process)
+    and records every unary call, which a client that refused the handshake never makes."""
+    from .. import faults
+    from .hooks import FaultHooks
+    from .listener import ListenerVariant
+
+    class RecordingHooks(FaultHooks):
+        async def before_unary(self, method: str) -> None:
+            with open(calls, "a") as out:
+                out.write(f"{method}\n")
+            await super().before_unary(method)
+
+    hooks = RecordingHooks(listener=ListenerVariant(variant))
+    setattr(faults, "hooks_from_args", lambda args: (hooks, None))  # noqa: B010 - a deliberate patch
+
+
+def arm(fault: str, start: int, record: Path) -> None:
     """Patches this process's worker before it starts."""
     from .. import faults
     from ..hooks import WorkerHooks
     from ..sidecar import main as sidecar_main
 
     if fault == "spawn-child":
+        return
+    if fault.startswith(LISTENER_PREFIX):
+        arm_listener(fault.removeprefix(LISTENER_PREFIX), calls_record(record))
         return
     if fault.startswith("reply-"):
         write_frame = getattr(sidecar_main, "write_frame")  # noqa: B009 - patched below
@@ -131,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", required=True, type=Path)
     parser.add_argument("--children", type=Path, help="where spawn-child records its child's PID")
     ns, rest = parser.parse_known_args(argv)
-    arm(ns.sidecar_fault, record_start(ns.record))
+    arm(ns.sidecar_fault, record_start(ns.record), ns.record)
     if ns.sidecar_fault == "spawn-child":
         if ns.children is None:
             parser.error("spawn-child needs --children")
