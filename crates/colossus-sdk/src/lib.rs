@@ -25,4 +25,7 @@ pub use artifacts::Artifacts;
 pub use client::Client;
 pub use error::{Code, Error, Kind, Result};
 pub use runs::Runs;
-pub use watch::stream::Watch;
+pub use watch::stream::{ReconnectInfo, Watch};
+
+/// This SDK's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,9 +1,7 @@
 //! [`Runs`]: create, read, list, watch, cancel and answer runs.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
-use futures_core::Stream;
 use futures_util::{StreamExt, stream};
 
 use crate::backend::BoxStream;
@@ -130,9 +128,49 @@ impl<'c> Runs<'c> {
             .await
     }
 
-    /// Every matching run, following tokens through short and empty pages. A worker that
-    /// returns an empty page with the same token again fails with
-    /// [`Kind::ProtocolViolation`] (`PAGE_NO_PROGRESS`) instead of looping forever.
+    /// Every page, following tokens through short and empty pages (from the query's
+    /// token, if any). A worker that returns an empty page with the same token again
+    /// fails with [`Kind::ProtocolViolation`] (`PAGE_NO_PROGRESS`) instead of looping
+    /// forever. An error is the last item.
+    pub fn pages(&self, query: ListRunsQuery) -> BoxStream<'static, Result<RunPage>> {
+        struct State {
+            client: Client,
+            query: ListRunsQuery,
+            done: bool,
+        }
+        let state = State {
+            client: self.client.clone(),
+            query,
+            done: false,
+        };
+        Box::pin(stream::unfold(state, |mut s| async move {
+            if s.done {
+                return None;
+            }
+            let page = match s.client.runs().list_page(&s.query).await {
+                Ok(page) => page,
+                Err(e) => {
+                    s.done = true;
+                    return Some((Err(e), s));
+                }
+            };
+            let next = page.next_page_token.clone().filter(|t| !t.is_empty());
+            if next.is_some() && next == s.query.page_token && page.runs.is_empty() {
+                s.done = true;
+                let e = Error::local(
+                    Kind::ProtocolViolation,
+                    reasons::PAGE_NO_PROGRESS,
+                    "ListRuns returned an empty page with the same continuation token",
+                );
+                return Some((Err(e), s));
+            }
+            s.done = next.is_none();
+            s.query.page_token = next;
+            Some((Ok(page), s))
+        }))
+    }
+
+    /// Every matching run across [`pages`](Self::pages).
     ///
     /// ```
     /// # #[cfg(feature = "embedded")]
@@ -150,49 +188,14 @@ impl<'c> Runs<'c> {
     /// # #[cfg(not(feature = "embedded"))]
     /// # fn main() {}
     /// ```
-    pub fn list(&self, query: ListRunsQuery) -> impl Stream<Item = Result<Run>> + Send + 'static {
-        struct State {
-            client: Client,
-            query: ListRunsQuery,
-            buffered: VecDeque<Run>,
-            done: bool,
-        }
-        let state = State {
-            client: self.client.clone(),
-            query,
-            buffered: VecDeque::new(),
-            done: false,
-        };
-        stream::unfold(state, |mut s| async move {
-            loop {
-                if let Some(run) = s.buffered.pop_front() {
-                    return Some((Ok(run), s));
-                }
-                if s.done {
-                    return None;
-                }
-                let page = match s.client.runs().list_page(&s.query).await {
-                    Ok(page) => page,
-                    Err(e) => {
-                        s.done = true;
-                        return Some((Err(e), s));
-                    }
-                };
-                let next = page.next_page_token.filter(|t| !t.is_empty());
-                if next.is_some() && next == s.query.page_token && page.runs.is_empty() {
-                    s.done = true;
-                    let e = Error::local(
-                        Kind::ProtocolViolation,
-                        reasons::PAGE_NO_PROGRESS,
-                        "ListRuns returned an empty page with the same continuation token",
-                    );
-                    return Some((Err(e), s));
-                }
-                s.done = next.is_none();
-                s.query.page_token = next;
-                s.buffered.extend(page.runs);
-            }
-        })
+    pub fn list(&self, query: ListRunsQuery) -> BoxStream<'static, Result<Run>> {
+        Box::pin(self.pages(query).flat_map(|page| {
+            let items: Vec<Result<Run>> = match page {
+                Ok(page) => page.runs.into_iter().map(Ok).collect(),
+                Err(e) => vec![Err(e)],
+            };
+            stream::iter(items)
+        }))
     }
 
     /// The run's events in order, each exactly once, from the start (scope `runs:read`).

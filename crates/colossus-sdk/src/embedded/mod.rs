@@ -6,3 +6,6 @@ mod script;
 mod tools;
 
 pub use runtime::{EmbeddedRuntime, EmbeddedRuntimeBuilder};
+
+#[cfg(test)]
+mod tests;

@@ -3,3 +3,5 @@
 
 pub(crate) mod core;
 pub(crate) mod stream;
+#[cfg(test)]
+mod tests;

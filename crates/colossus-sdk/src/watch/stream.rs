@@ -1,10 +1,10 @@
 //! The watch driver: runs [`WatchCore`] over any backend's watch streams.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_core::Stream;
 use futures_util::{StreamExt, stream};
@@ -19,11 +19,30 @@ use crate::{Error, Kind, Result, reasons};
 /// What keeping an event in the replay window costs beyond its encoding.
 const EVENT_OVERHEAD: usize = 160;
 
-#[derive(Debug, Default)]
+type ReconnectHook = Box<dyn Fn(&ReconnectInfo<'_>) + Send + Sync>;
+
+#[derive(Default)]
 struct Progress {
     last: AtomicU64,
     reconnects: AtomicU64,
     completed: AtomicBool,
+    on_reconnect: Mutex<Option<ReconnectHook>>,
+}
+
+/// What a watch tells its [`Watch::on_reconnect`] hook before each reconnect.
+#[non_exhaustive]
+#[derive(Debug)]
+pub struct ReconnectInfo<'a> {
+    /// The run being watched.
+    pub run_id: &'a str,
+    /// 1 for the first reconnect since the last delivered event.
+    pub attempt: u32,
+    /// How long the watch waits before reconnecting.
+    pub delay: Duration,
+    /// The cursor the new stream starts after.
+    pub after_sequence: u64,
+    /// The retryable failure, or `None` after a clean close of a still-running run.
+    pub cause: Option<&'a Error>,
 }
 
 /// A run's events in order, each exactly once; a [`Stream`] of [`RunEvent`].
@@ -129,6 +148,27 @@ impl Watch {
     /// Whether the watch proved it saw the whole run.
     pub fn is_complete(&self) -> bool {
         self.progress.completed.load(Ordering::SeqCst)
+    }
+
+    /// Calls `hook` before each reconnect (after the delay is chosen, before it is
+    /// waited). The hook runs on the task polling the watch: keep it short.
+    ///
+    /// ```
+    /// # #[cfg(feature = "embedded")]
+    /// # fn demo(client: &colossus_sdk::Client) {
+    /// let watch = client.runs().watch("run_1").on_reconnect(|info| {
+    ///     eprintln!("reconnect {} after sequence {}", info.attempt, info.after_sequence);
+    /// });
+    /// # drop(watch);
+    /// # }
+    /// ```
+    pub fn on_reconnect(self, hook: impl Fn(&ReconnectInfo<'_>) + Send + Sync + 'static) -> Self {
+        *self
+            .progress
+            .on_reconnect
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(hook));
+        self
     }
 }
 
@@ -269,8 +309,24 @@ impl Driver {
         }
     }
 
-    async fn pause(&mut self, delay: std::time::Duration, attempt: u32, cause: Option<&Error>) {
+    async fn pause(&mut self, delay: Duration, attempt: u32, cause: Option<&Error>) {
         self.progress.reconnects.fetch_add(1, Ordering::SeqCst);
+        {
+            let hook = self
+                .progress
+                .on_reconnect
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if let Some(hook) = hook.as_ref() {
+                hook(&ReconnectInfo {
+                    run_id: self.core.run_id(),
+                    attempt,
+                    delay,
+                    after_sequence: self.core.last_sequence(),
+                    cause,
+                });
+            }
+        }
         tracing::info!(
             run_id = self.core.run_id(),
             after_sequence = self.core.last_sequence(),
