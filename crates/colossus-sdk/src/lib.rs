@@ -10,6 +10,7 @@ mod artifacts;
 pub mod backend;
 mod checks;
 mod client;
+mod convert;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 mod error;
@@ -19,6 +20,7 @@ mod proto;
 pub mod reasons;
 mod retry;
 mod runs;
+mod status;
 mod watch;
 
 pub use artifacts::Artifacts;

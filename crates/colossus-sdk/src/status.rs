@@ -1,0 +1,309 @@
+//! Maps a failed gRPC call (`tonic::Status`) to an [`Error`]: the code, the contract's
+//! `google.rpc.ErrorInfo` (reason and metadata) and `google.rpc.RetryInfo` (retry delay),
+//! decoded from `grpc-status-details-bin`. The only place that does.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use prost::Message;
+
+use crate::{Code, Error, Kind, reasons};
+
+/// The `ErrorInfo` domain of the contract; other domains are ignored.
+const ERROR_DOMAIN: &str = "colossus.api.v1alpha1";
+const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+
+/// `google.rpc.Status`.
+#[derive(Clone, PartialEq, Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+    #[prost(message, repeated, tag = "3")]
+    details: Vec<prost_types::Any>,
+}
+
+/// `google.rpc.ErrorInfo`.
+#[derive(Clone, PartialEq, Message)]
+struct ErrorInfo {
+    #[prost(string, tag = "1")]
+    reason: String,
+    #[prost(string, tag = "2")]
+    domain: String,
+    #[prost(map = "string, string", tag = "3")]
+    metadata: HashMap<String, String>,
+}
+
+/// `google.rpc.RetryInfo`.
+#[derive(Clone, PartialEq, Message)]
+struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    retry_delay: Option<prost_types::Duration>,
+}
+
+/// Whether an ambiguous failure leaves the call's effect unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallKind {
+    Read,
+    Mutation,
+}
+
+pub(crate) fn code(c: tonic::Code) -> Code {
+    use tonic::Code as T;
+    match c {
+        T::Cancelled => Code::Cancelled,
+        T::InvalidArgument => Code::InvalidArgument,
+        T::DeadlineExceeded => Code::DeadlineExceeded,
+        T::NotFound => Code::NotFound,
+        T::AlreadyExists => Code::AlreadyExists,
+        T::PermissionDenied => Code::PermissionDenied,
+        T::ResourceExhausted => Code::ResourceExhausted,
+        T::FailedPrecondition => Code::FailedPrecondition,
+        T::Aborted => Code::Aborted,
+        T::OutOfRange => Code::OutOfRange,
+        T::Unimplemented => Code::Unimplemented,
+        T::Internal => Code::Internal,
+        T::Unavailable => Code::Unavailable,
+        T::DataLoss => Code::DataLoss,
+        T::Unauthenticated => Code::Unauthenticated,
+        T::Ok | T::Unknown => Code::Unknown,
+    }
+}
+
+fn kind_of(code: Code, reason: Option<&str>) -> Kind {
+    match reason {
+        Some(reasons::IDEMPOTENCY_CONFLICT) => return Kind::IdempotencyConflict,
+        Some(reasons::CAPABILITY_NOT_SUPPORTED) => return Kind::CapabilityMissing,
+        _ => {}
+    }
+    match code {
+        Code::Unauthenticated => Kind::Authentication,
+        Code::PermissionDenied => Kind::PermissionDenied,
+        Code::NotFound => Kind::NotFound,
+        Code::InvalidArgument | Code::OutOfRange => Kind::InvalidArgument,
+        Code::FailedPrecondition => Kind::FailedPrecondition,
+        Code::ResourceExhausted => Kind::ResourceExhausted,
+        Code::DataLoss => Kind::DataLoss,
+        Code::Internal => Kind::Internal,
+        Code::Unavailable | Code::Cancelled | Code::Unknown => Kind::Transport,
+        Code::DeadlineExceeded => Kind::DeadlineExceeded,
+        Code::AlreadyExists | Code::Unimplemented | Code::Aborted => Kind::Api,
+    }
+}
+
+fn ambiguous_for_mutations(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Cancelled
+            | Code::Unknown
+            | Code::Internal
+            | Code::Aborted
+    )
+}
+
+/// Whether the connection was refused: nothing reached the worker (it is restarting).
+fn connection_refused(status: &tonic::Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
+}
+
+struct Details {
+    reason: Option<String>,
+    metadata: HashMap<String, String>,
+    retry_delay: Option<Duration>,
+}
+
+fn details(raw: &[u8]) -> Details {
+    let mut out = Details {
+        reason: None,
+        metadata: HashMap::new(),
+        retry_delay: None,
+    };
+    let Ok(status) = RpcStatus::decode(raw) else {
+        return out;
+    };
+    for any in &status.details {
+        match any.type_url.as_str() {
+            ERROR_INFO_TYPE if out.reason.is_none() => {
+                if let Ok(info) = ErrorInfo::decode(any.value.as_slice()) {
+                    if info.domain == ERROR_DOMAIN {
+                        let reason = info
+                            .reason
+                            .strip_prefix("ERROR_REASON_")
+                            .unwrap_or(&info.reason);
+                        out.reason = Some(reason.to_owned());
+                        out.metadata = info.metadata;
+                    }
+                }
+            }
+            RETRY_INFO_TYPE => {
+                if let Ok(info) = RetryInfo::decode(any.value.as_slice()) {
+                    out.retry_delay = info
+                        .retry_delay
+                        .filter(|d| d.seconds >= 0 && d.nanos >= 0)
+                        .map(|d| Duration::new(d.seconds as u64, d.nanos as u32));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Maps one failed call; `idempotency_key` is the create's key (also set on the error).
+pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Option<&str>) -> Error {
+    let code = code(status.code());
+    if (code == Code::OutOfRange || code == Code::ResourceExhausted)
+        && status.message().contains("message length too large")
+    {
+        return Error::local(
+            Kind::ResourceExhausted,
+            reasons::RESPONSE_TOO_LARGE,
+            "a response is larger than the accepted response cap",
+        );
+    }
+    let refused = code == Code::Unavailable && connection_refused(status);
+    let d = details(status.details());
+    let reason = d
+        .reason
+        .or_else(|| refused.then(|| reasons::UNREACHABLE.to_owned()));
+    let mut kind = kind_of(code, reason.as_deref());
+    let mut message = if status.message().is_empty() {
+        code.as_str().to_ascii_lowercase()
+    } else {
+        status.message().to_owned()
+    };
+    if call == CallKind::Mutation && ambiguous_for_mutations(code) && !refused {
+        kind = Kind::OutcomeUnknown;
+        message = format!("the outcome of the call is unknown: {message}");
+    }
+    let mut err = Error::status(kind, code, reason, message);
+    let mut metadata: Vec<_> = d.metadata.into_iter().collect();
+    metadata.sort();
+    for (k, v) in metadata {
+        err = err.with_metadata(k, v);
+    }
+    if let Some(delay) = d.retry_delay {
+        err = err.with_retry_delay(delay);
+    }
+    if let Some(key) = idempotency_key {
+        err = err.with_idempotency_key(key);
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status_with(code: tonic::Code, details: Vec<prost_types::Any>) -> tonic::Status {
+        let raw = RpcStatus {
+            code: code as i32,
+            message: "refused".into(),
+            details,
+        }
+        .encode_to_vec();
+        tonic::Status::with_details(code, "refused", raw.into())
+    }
+
+    fn error_info(reason: &str, domain: &str) -> prost_types::Any {
+        prost_types::Any {
+            type_url: ERROR_INFO_TYPE.into(),
+            value: ErrorInfo {
+                reason: reason.into(),
+                domain: domain.into(),
+                metadata: [("limit".to_owned(), "5".to_owned())].into(),
+            }
+            .encode_to_vec(),
+        }
+    }
+
+    #[test]
+    fn reason_metadata_and_retry_delay_come_from_the_details() {
+        let retry = prost_types::Any {
+            type_url: RETRY_INFO_TYPE.into(),
+            value: RetryInfo {
+                retry_delay: Some(prost_types::Duration {
+                    seconds: 1,
+                    nanos: 500_000_000,
+                }),
+            }
+            .encode_to_vec(),
+        };
+        let s = status_with(
+            tonic::Code::ResourceExhausted,
+            vec![
+                error_info("ERROR_REASON_CREATE_RATE_LIMIT", ERROR_DOMAIN),
+                retry,
+            ],
+        );
+        let err = map(&s, CallKind::Mutation, Some("k1"));
+        assert!(err.is(Kind::ResourceExhausted));
+        assert_eq!(err.code(), Some(Code::ResourceExhausted));
+        assert_eq!(err.reason(), Some(reasons::CREATE_RATE_LIMIT));
+        assert_eq!(err.metadata()["limit"], "5");
+        assert_eq!(err.retry_delay(), Some(Duration::from_millis(1500)));
+        assert_eq!(err.idempotency_key(), Some("k1"));
+    }
+
+    #[test]
+    fn another_domains_error_info_is_ignored() {
+        let s = status_with(
+            tonic::Code::NotFound,
+            vec![error_info("RUN_NOT_FOUND", "example.com")],
+        );
+        let err = map(&s, CallKind::Read, None);
+        assert!(err.is(Kind::NotFound));
+        assert_eq!(err.reason(), None);
+    }
+
+    #[test]
+    fn reasons_refine_the_kind() {
+        let s = status_with(
+            tonic::Code::FailedPrecondition,
+            vec![error_info("CAPABILITY_NOT_SUPPORTED", ERROR_DOMAIN)],
+        );
+        assert!(map(&s, CallKind::Read, None).is(Kind::CapabilityMissing));
+        let s = status_with(
+            tonic::Code::AlreadyExists,
+            vec![error_info("IDEMPOTENCY_CONFLICT", ERROR_DOMAIN)],
+        );
+        assert!(map(&s, CallKind::Mutation, None).is(Kind::IdempotencyConflict));
+    }
+
+    #[test]
+    fn ambiguous_mutation_failures_are_outcome_unknown_and_reads_stay_retryable() {
+        let s = tonic::Status::unavailable("connection reset");
+        let read = map(&s, CallKind::Read, None);
+        assert!(read.is(Kind::Transport) && read.is_retryable());
+        let write = map(&s, CallKind::Mutation, Some("k"));
+        assert!(write.is(Kind::OutcomeUnknown) && !write.is_retryable());
+        assert_eq!(write.idempotency_key(), Some("k"));
+        let definite = map(
+            &tonic::Status::invalid_argument("bad"),
+            CallKind::Mutation,
+            None,
+        );
+        assert!(definite.is(Kind::InvalidArgument));
+    }
+
+    #[test]
+    fn garbage_details_are_ignored() {
+        let s = tonic::Status::with_details(tonic::Code::Internal, "x", vec![0xff, 0xff].into());
+        let err = map(&s, CallKind::Read, None);
+        assert!(err.is(Kind::Internal));
+        assert_eq!(err.reason(), None);
+    }
+}
