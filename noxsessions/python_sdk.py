@@ -6,7 +6,8 @@
                          wheel through twine check --strict and check-wheel-contents
     python_sdk_tox       sdk/python/tox.ini: unit tests on Python 3.10, 3.12 and 3.13 and on
                          the lowest allowed dependencies (3.11 runs the full suite above)
-    python_sdk_examples  runs every script in sdk/python/examples against the reference worker
+    python_sdk_examples  runs every script in sdk/python/examples, every Python block of the
+                         README and the Python snippet `dev` prints, against the reference worker
     bench_python_sdk     the watch's per-event cost, watch throughput, connect time and RSS
                          growth (not in the default run)
 
@@ -51,7 +52,8 @@ def python_sdk_tests(session: nox.Session) -> None:
     strict = ["-W", "error::ResourceWarning", "-W", "error::pytest.PytestUnraisableExceptionWarning"]
     session.run(
         "pytest", "-p", "no:cacheprovider", "-ra", "-q", *strict, str(SDK / "tests"),
-        "--rootdir", str(SDK), "--ignore", str(SDK / "tests/test_examples.py"), *session.posargs,
+        "--rootdir", str(SDK), "--ignore", str(SDK / "tests/test_examples.py"),
+        "--ignore", str(SDK / "tests/test_readme.py"), *session.posargs,
         env=REQUIRE_WORKER,
     )
 
@@ -109,7 +111,8 @@ def python_sdk_examples(session: nox.Session) -> None:
     _install(session, worker=True)
     session.run(
         "pytest", "-p", "no:cacheprovider", "-ra", "-q",
-        str(SDK / "tests/test_examples.py"), "--rootdir", str(SDK), *session.posargs,
+        str(SDK / "tests/test_examples.py"), str(SDK / "tests/test_readme.py"), "--rootdir", str(SDK),
+        *session.posargs,
         env=REQUIRE_WORKER,
     )
 
