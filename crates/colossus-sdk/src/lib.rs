@@ -14,6 +14,7 @@ mod convert;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 mod error;
+mod grpc;
 pub mod model;
 pub mod options;
 mod proto;

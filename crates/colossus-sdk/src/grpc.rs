@@ -1,0 +1,332 @@
+//! The gRPC [`Backend`]: the contract's calls over a verified session.
+//!
+//! The session (pinned TLS 1.3 channel, checked GetServerInfo answer, bearer) comes from
+//! the transport through a [`SessionSource`]: a daemon's is fixed, a sidecar's restarts
+//! its worker when it exited. This module adds what every call needs on the wire: the
+//! authorization header, the request and response caps, and the error mapping of
+//! [`crate::status`]. Retries, the watch rules and integrity checks are the client's.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use prost::Message;
+use tonic::metadata::MetadataMap;
+use tonic::transport::Channel;
+
+use crate::backend::{Backend, BoxFuture, BoxStream, WatchedEvent};
+use crate::convert;
+use crate::model::{
+    Answer, Artifact, ArtifactManifest, CreateRunRequest, CreateRunResult, DownloadPart,
+    ListRunsQuery, Run, RunPage, ServerInfo,
+};
+use crate::proto;
+use crate::proto::artifact_service_client::ArtifactServiceClient;
+use crate::proto::run_service_client::RunServiceClient;
+use crate::status::{self, CallKind};
+use crate::{Error, Kind, Result, reasons};
+
+/// Upload chunk size when the worker advertises none.
+const DEFAULT_CHUNK_BYTES: usize = 64 * 1024;
+/// gRPC framing of a message: compression flag and length.
+const FRAME_BYTES: u64 = 5;
+/// A chunk message's own framing (field tag and length).
+const CHUNK_FRAMING: u64 = 6;
+
+/// One verified connection to a worker.
+pub(crate) trait GrpcSession: Send + Sync + 'static {
+    /// The channel; every connection it makes goes through the pinned connector.
+    fn channel(&self) -> Channel;
+    /// The checked GetServerInfo answer.
+    fn server_info(&self) -> &ServerInfo;
+    /// Adds `authorization: Bearer …`, marked sensitive.
+    fn authorize(&self, metadata: &mut MetadataMap) -> Result<()>;
+    /// The inbound message cap in force (C7).
+    fn max_response_bytes(&self) -> usize;
+}
+
+/// Where the gRPC backend gets its current session.
+pub(crate) trait SessionSource: Send + Sync + 'static {
+    /// The session to use now (for a sidecar, after a restart when the worker exited).
+    fn current(&self) -> BoxFuture<'_, Result<Arc<dyn GrpcSession>>>;
+    /// Closes the connection (and stops a sidecar).
+    fn close(&self);
+}
+
+/// The gRPC backend over a [`SessionSource`].
+pub(crate) struct GrpcBackend {
+    sessions: Box<dyn SessionSource>,
+}
+
+impl GrpcBackend {
+    pub(crate) fn new(sessions: impl SessionSource) -> Self {
+        GrpcBackend {
+            sessions: Box::new(sessions),
+        }
+    }
+
+    async fn session(&self) -> Result<Arc<dyn GrpcSession>> {
+        self.sessions.current().await
+    }
+}
+
+/// An authorized request, refused locally when it is over the advertised request cap.
+fn request<T: Message>(session: &dyn GrpcSession, message: T) -> Result<tonic::Request<T>> {
+    let limit = session.server_info().limits.max_request_bytes;
+    let size = message.encoded_len() as u64 + FRAME_BYTES;
+    if limit > 0 && size > limit {
+        return Err(Error::local(
+            Kind::ResourceExhausted,
+            reasons::REQUEST_TOO_LARGE,
+            format!("the request is {size} bytes; the worker accepts {limit}"),
+        )
+        .with_metadata("limit", limit.to_string()));
+    }
+    let mut req = tonic::Request::new(message);
+    session.authorize(req.metadata_mut())?;
+    Ok(req)
+}
+
+fn runs(session: &dyn GrpcSession) -> RunServiceClient<Channel> {
+    RunServiceClient::new(session.channel())
+        .max_decoding_message_size(session.max_response_bytes())
+        .max_encoding_message_size(usize::MAX)
+}
+
+fn artifacts(session: &dyn GrpcSession) -> ArtifactServiceClient<Channel> {
+    ArtifactServiceClient::new(session.channel())
+        .max_decoding_message_size(session.max_response_bytes())
+        .max_encoding_message_size(usize::MAX)
+}
+
+fn malformed(what: &str) -> Error {
+    Error::local(
+        Kind::ProtocolViolation,
+        reasons::RESPONSE_MALFORMED,
+        format!("the worker's answer has no {what}"),
+    )
+}
+
+fn run_of(run: Option<proto::Run>) -> Result<Run> {
+    run.as_ref()
+        .map(convert::run)
+        .ok_or_else(|| malformed("run"))
+}
+
+fn read_err(s: tonic::Status) -> Error {
+    status::map(&s, CallKind::Read, None)
+}
+
+fn mutation_err(s: tonic::Status) -> Error {
+    status::map(&s, CallKind::Mutation, None)
+}
+
+/// Upload chunks fit both the advertised chunk cap and the request cap.
+fn chunk_bytes(info: &ServerInfo) -> usize {
+    let l = &info.limits;
+    let mut chunk = if l.max_artifact_chunk_bytes > 0 {
+        u64::from(l.max_artifact_chunk_bytes)
+    } else {
+        DEFAULT_CHUNK_BYTES as u64
+    };
+    let framing = FRAME_BYTES + CHUNK_FRAMING;
+    if l.max_request_bytes > framing {
+        chunk = chunk.min(l.max_request_bytes - framing);
+    }
+    chunk.clamp(1, 1 << 30) as usize
+}
+
+impl Backend for GrpcBackend {
+    fn server_info(&self) -> BoxFuture<'_, Result<ServerInfo>> {
+        Box::pin(async move { Ok(self.session().await?.server_info().clone()) })
+    }
+
+    fn create_run<'a>(
+        &'a self,
+        request_: &'a CreateRunRequest,
+    ) -> BoxFuture<'a, Result<CreateRunResult>> {
+        Box::pin(async move {
+            let key = request_.idempotency_key();
+            let s = self.session().await?;
+            let req = request(&*s, convert::create_request(request_))?;
+            let resp = runs(&*s)
+                .create_run(req)
+                .await
+                .map_err(|e| status::map(&e, CallKind::Mutation, Some(key)))?
+                .into_inner();
+            Ok(CreateRunResult::new(run_of(resp.run)?, resp.replayed, key))
+        })
+    }
+
+    fn get_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Run>> {
+        Box::pin(async move {
+            let s = self.session().await?;
+            let req = request(
+                &*s,
+                proto::GetRunRequest {
+                    run_id: run_id.into(),
+                },
+            )?;
+            let resp = runs(&*s).get_run(req).await.map_err(read_err)?;
+            run_of(resp.into_inner().run)
+        })
+    }
+
+    fn list_runs<'a>(&'a self, query: &'a ListRunsQuery) -> BoxFuture<'a, Result<RunPage>> {
+        Box::pin(async move {
+            let s = self.session().await?;
+            let req = request(&*s, convert::list_request(query))?;
+            let resp = runs(&*s)
+                .list_runs(req)
+                .await
+                .map_err(read_err)?
+                .into_inner();
+            let token = Some(resp.next_page_token).filter(|t| !t.is_empty());
+            Ok(RunPage::new(
+                resp.runs.iter().map(convert::run).collect(),
+                token,
+            ))
+        })
+    }
+
+    fn watch_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        after_sequence: u64,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchedEvent>>>> {
+        Box::pin(async move {
+            let s = self.session().await?;
+            let req = request(
+                &*s,
+                proto::WatchRunRequest {
+                    run_id: run_id.into(),
+                    after_sequence,
+                },
+            )?;
+            let stream = runs(&*s)
+                .watch_run(req)
+                .await
+                .map_err(read_err)?
+                .into_inner();
+            let events = stream.map(|item| {
+                let msg = item.map_err(read_err)?;
+                let event = msg.event.ok_or_else(|| malformed("event"))?;
+                // The wire encoding is the replay comparison: fields newer than this
+                // SDK count too.
+                Ok(WatchedEvent::with_content(
+                    convert::event(&event),
+                    event.encode_to_vec(),
+                ))
+            });
+            Ok(Box::pin(events) as BoxStream<'static, _>)
+        })
+    }
+
+    fn cancel_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Run>> {
+        Box::pin(async move {
+            let s = self.session().await?;
+            let req = request(
+                &*s,
+                proto::CancelRunRequest {
+                    run_id: run_id.into(),
+                },
+            )?;
+            let resp = runs(&*s).cancel_run(req).await.map_err(mutation_err)?;
+            run_of(resp.into_inner().run)
+        })
+    }
+
+    fn respond<'a>(
+        &'a self,
+        run_id: &'a str,
+        interaction_id: &'a str,
+        answer: &'a Answer,
+    ) -> BoxFuture<'a, Result<Run>> {
+        Box::pin(async move {
+            let s = self.session().await?;
+            let req = request(
+                &*s,
+                convert::respond_request(run_id, interaction_id, answer),
+            )?;
+            let resp = runs(&*s)
+                .respond_interaction(req)
+                .await
+                .map_err(mutation_err)?;
+            run_of(resp.into_inner().run)
+        })
+    }
+
+    fn upload_artifact<'a>(
+        &'a self,
+        manifest: &'a ArtifactManifest,
+        data: &'a [u8],
+    ) -> BoxFuture<'a, Result<Artifact>> {
+        Box::pin(async move {
+            use proto::upload_artifact_request::Part;
+            let s = self.session().await?;
+            let chunk = chunk_bytes(s.server_info());
+            let mut parts = vec![proto::UploadArtifactRequest {
+                part: Some(Part::Manifest(convert::manifest(manifest))),
+            }];
+            parts.extend(data.chunks(chunk).map(|c| proto::UploadArtifactRequest {
+                part: Some(Part::Chunk(c.to_vec())),
+            }));
+            let mut req = tonic::Request::new(tokio_stream::iter(parts));
+            s.authorize(req.metadata_mut())?;
+            let resp = artifacts(&*s)
+                .upload_artifact(req)
+                .await
+                .map_err(mutation_err)?
+                .into_inner();
+            resp.artifact
+                .as_ref()
+                .map(convert::artifact)
+                .ok_or_else(|| malformed("artifact"))
+        })
+    }
+
+    fn download_artifact<'a>(
+        &'a self,
+        artifact_id: &'a str,
+    ) -> BoxFuture<'a, Result<BoxStream<'static, Result<DownloadPart>>>> {
+        Box::pin(async move {
+            use proto::download_artifact_response::Part;
+            let s = self.session().await?;
+            let req = request(
+                &*s,
+                proto::DownloadArtifactRequest {
+                    artifact_id: artifact_id.into(),
+                },
+            )?;
+            let stream = artifacts(&*s)
+                .download_artifact(req)
+                .await
+                .map_err(read_err)?
+                .into_inner();
+            let parts = stream.map(|item| match item.map_err(read_err)?.part {
+                Some(Part::Artifact(a)) => Ok(DownloadPart::Artifact(convert::artifact(&a))),
+                Some(Part::Chunk(c)) => Ok(DownloadPart::Chunk(c)),
+                None => Err(Error::local(
+                    Kind::ProtocolViolation,
+                    reasons::ARTIFACT_STREAM_ORDER,
+                    "the download sent an empty message",
+                )),
+            });
+            Ok(Box::pin(parts) as BoxStream<'static, _>)
+        })
+    }
+
+    fn close(&self) {
+        self.sessions.close();
+    }
+}
+
+impl crate::Client {
+    /// A client over the gRPC backend (the daemon's and the sidecar's connect use it).
+    #[allow(dead_code)]
+    pub(crate) fn over_grpc(
+        sessions: impl SessionSource,
+        options: crate::options::ClientOptions,
+    ) -> crate::Client {
+        crate::Client::from_backend(Box::new(GrpcBackend::new(sessions)), options)
+    }
+}
