@@ -44,6 +44,12 @@ PACKAGE_FILES = {
     "dist/index.cjs.map",
     "dist/index.d.ts",
     "dist/index.d.cts",
+    "dist/testing.js",
+    "dist/testing.js.map",
+    "dist/testing.cjs",
+    "dist/testing.cjs.map",
+    "dist/testing.d.ts",
+    "dist/testing.d.cts",
 }
 
 

@@ -10,6 +10,7 @@ import { SidecarSupervisor } from "./sidecar.js";
 import type { BootstrapReply } from "./sidecar-bootstrap.js";
 import { discover } from "./transport/descriptor.js";
 import type { ConnectionSource } from "./watch.js";
+import { DerivedSource, type DerivedClientOptions } from "./with-options.js";
 
 /** Extra options of the two factories. */
 export interface ConnectOptions {
@@ -92,7 +93,7 @@ export class Client implements AsyncDisposable {
   readonly artifacts: Artifacts;
   private closing: Promise<void> | null = null;
 
-  private constructor(private readonly source: DaemonSource | SidecarSource) {
+  private constructor(private readonly source: DaemonSource | SidecarSource | DerivedSource) {
     const retry = source.current.options.retry;
     this.runs = new Runs(source, retry);
     this.artifacts = new Artifacts(source);
@@ -142,6 +143,15 @@ export class Client implements AsyncDisposable {
       await supervisor.close();
       throw error;
     }
+  }
+
+  /**
+   * A client with other defaults (per-call `timeoutMs`, read and reconnect `retry`) over
+   * this client's connection: no new connection, no new trust checks. It shares the
+   * connection (and a sidecar's worker), so closing either client closes both.
+   */
+  withOptions(options: DerivedClientOptions): Client {
+    return new Client(new DerivedSource(this.source, options));
   }
 
   /** The verified `GetServerInfo` answer: identity, capabilities and limits. */

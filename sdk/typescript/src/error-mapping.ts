@@ -27,6 +27,9 @@ import {
 
 export const ERROR_DOMAIN = "colossus.api.v1alpha1";
 const ERROR_INFO_TYPE = "google.rpc.ErrorInfo";
+const RETRY_INFO_TYPE = "google.rpc.RetryInfo";
+/** A `RetryInfo` delay above this is ignored: no caller should sleep that long on a hint. */
+const MAX_RETRY_DELAY_MS = 3_600_000;
 const MAX_DETAIL_BYTES = 16 * 1024;
 
 const CODE_NAMES: Readonly<Record<number, StatusCode>> = {
@@ -145,6 +148,42 @@ function errorInfoOf(error: ConnectError): { reason: string | null; metadata: Re
   return { reason: null, metadata: {} };
 }
 
+/**
+ * Decodes `google.rpc.RetryInfo` bytes (`retry_delay`: a `google.protobuf.Duration`) into
+ * milliseconds; `null` when malformed, negative or over an hour.
+ */
+export function decodeRetryDelayMs(bytes: Uint8Array): number | null {
+  if (bytes.length > MAX_DETAIL_BYTES) return null;
+  try {
+    const reader = new BinaryReader(bytes);
+    let seconds = 0n;
+    let nanos = 0;
+    while (reader.pos < reader.len) {
+      const [field, wireType] = reader.tag();
+      if (field === 1 && wireType === WireType.LengthDelimited) {
+        const duration = new BinaryReader(reader.bytes());
+        while (duration.pos < duration.len) {
+          const [f, w] = duration.tag();
+          if (f === 1 && w === WireType.Varint) seconds = BigInt(duration.int64());
+          else if (f === 2 && w === WireType.Varint) nanos = duration.int32();
+          else duration.skip(w);
+        }
+      } else reader.skip(wireType);
+    }
+    const ms = Number(seconds) * 1000 + nanos / 1e6;
+    return Number.isFinite(ms) && ms >= 0 && ms <= MAX_RETRY_DELAY_MS ? ms : null;
+  } catch {
+    return null;
+  }
+}
+
+function retryDelayOf(error: ConnectError): number | null {
+  for (const detail of error.details) {
+    if ("type" in detail && detail.type === RETRY_INFO_TYPE && detail.value instanceof Uint8Array) return decodeRetryDelayMs(detail.value);
+  }
+  return null;
+}
+
 /** What the caller knows about the failed call. */
 export interface MapContext {
   /** True for CreateRun, CancelRun, RespondInteraction and uploads. */
@@ -192,5 +231,8 @@ export function mapError(error: unknown, context: MapContext = {}): ColossusErro
     });
   }
   const Cls = (reason !== null ? BY_REASON[reason] : undefined) ?? BY_CODE[code] ?? ApiError;
+  if (Cls === ResourceExhaustedError) {
+    return new ResourceExhaustedError(text, { code, reason, metadata, idempotencyKey, retryDelayMs: retryDelayOf(connectError) });
+  }
   return new Cls(text, { code, reason, metadata, idempotencyKey });
 }

@@ -154,7 +154,18 @@ export class FailedPreconditionError extends ApiError {}
 /** The worker does not advertise a capability the call needs (S4); see `metadata.capability`. */
 export class CapabilityMissingError extends FailedPreconditionError {}
 /** `RESOURCE_EXHAUSTED`, or a message over a size cap refused locally (C7). */
-export class ResourceExhaustedError extends ApiError {}
+export class ResourceExhaustedError extends ApiError {
+  /**
+   * Milliseconds the worker asked the caller to wait before trying again (its
+   * `google.rpc.RetryInfo`, sent with `CREATE_RATE_LIMIT`), or `null`.
+   */
+  readonly retryDelayMs: number | null;
+
+  constructor(message: string, details: ErrorDetails & { readonly retryDelayMs?: number | null } = {}) {
+    super(message, details);
+    this.retryDelayMs = details.retryDelayMs ?? null;
+  }
+}
 /** `DATA_LOSS`: the worker's journal failed its integrity check. */
 export class DataLossError extends ApiError {}
 /** `INTERNAL` or another server fault without a more specific meaning. */

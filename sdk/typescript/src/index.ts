@@ -43,13 +43,16 @@ export { Reason, type KnownReason, type ReasonName } from "./reasons.js";
 export { isTerminalStatus } from "./models.js";
 export type * from "./models.js";
 export type { ClientOptions, DaemonOptions, SidecarOptions, TraceContextProvider } from "./options.js";
+export { TextStream, type WaitOptions } from "./outcome.js";
 export { RunPager } from "./pagination.js";
+export type { RateLimitRetryOptions } from "./rate-limit.js";
 export type { CreateRunOptions } from "./requests.js";
 export { DEFAULT_RETRY as DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.js";
 export type { ListRunsOptions, Runs } from "./runs.js";
 export type { Artifacts, UploadOptions } from "./artifacts.js";
 export { Watch, type ReconnectInfo, type WatchOptions } from "./watch.js";
 export type { ReplayWindow } from "./watch-core.js";
+export type { DerivedClientOptions } from "./with-options.js";
 
 /** The SDK version. */
 export const VERSION = "0.1.0";

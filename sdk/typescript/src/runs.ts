@@ -1,9 +1,12 @@
-/** `client.runs`: create, get, list, watch, cancel and respond (S1-S4). */
+/** `client.runs`: create, get, list, watch, cancel and respond (S1-S4), wait and textStream (S9). */
 import type { RequestOptions } from "./connection.js";
 import * as convert from "./convert.js";
-import { invalidArgument } from "./errors.js";
+import { AbortedError, invalidArgument } from "./errors.js";
 import type * as m from "./models.js";
-import type { ResolvedRetryPolicy } from "./retry.js";
+import { isTerminalStatus } from "./models.js";
+import { TextStream, waitForEnd, type WaitOptions } from "./outcome.js";
+import { checkRateLimitRetries, rateLimitDelayMs, type RateLimitRetryOptions } from "./rate-limit.js";
+import { sleep, type ResolvedRetryPolicy } from "./retry.js";
 import { RunPager } from "./pagination.js";
 import {
   buildCancelRun,
@@ -39,18 +42,34 @@ export class Runs {
    * Creates a run. Never retried automatically: on `OutcomeUnknownError` call again with
    * `error.idempotencyKey` to get the same run. Scope `runs:execute`.
    */
-  async create(input: string | readonly m.InputPart[], options: CreateRunOptions & RequestOptions = {}): Promise<m.CreateRunResult> {
+  async create(
+    input: string | readonly m.InputPart[],
+    options: CreateRunOptions & RateLimitRetryOptions & RequestOptions = {},
+  ): Promise<m.CreateRunResult> {
     const key = options.idempotencyKey === undefined ? newIdempotencyKey() : checkIdempotencyKey(options.idempotencyKey);
+    let retries = checkRateLimitRetries(options.rateLimitRetries);
     try {
-      const connection = await this.source.connection();
+      let connection = await this.source.connection();
       const request = buildCreateRun(connection.serverInfo, key, input, options, connection.options.traceContext?.() ?? null);
-      let response;
-      try {
-        response = await connection.runs.createRun(request, connection.callOptions(options));
-      } catch (error) {
-        throw connection.mapError(error, { mutation: true, idempotencyKey: key, signal: options.signal });
+      for (;;) {
+        let response;
+        try {
+          response = await connection.runs.createRun(request, connection.callOptions(options));
+        } catch (error) {
+          const mapped = connection.mapError(error, { mutation: true, idempotencyKey: key, signal: options.signal });
+          const delayMs = retries > 0 ? rateLimitDelayMs(mapped, connection.serverInfo) : null;
+          if (delayMs === null) throw mapped;
+          retries -= 1;
+          connection.options.logger?.info("create rate-limited; retrying with the same key", { idempotencyKey: key, delayMs: Math.round(delayMs) });
+          // Nothing was created, so an abort during the wait is a plain abort.
+          await sleep(delayMs, options.signal).catch(() => {
+            throw new AbortedError("the call was aborted by the caller", { code: "CANCELLED", reason: "ABORTED", idempotencyKey: key });
+          });
+          connection = await this.source.connection();
+          continue;
+        }
+        return Object.freeze({ run: convert.run(response.run), replayed: response.replayed, idempotencyKey: key });
       }
-      return Object.freeze({ run: convert.run(response.run), replayed: response.replayed, idempotencyKey: key });
     } catch (error) {
       throw withKey(error, key);
     }
@@ -89,6 +108,27 @@ export class Runs {
       throw invalidArgument("idleTimeoutMs must be a positive number of milliseconds", "idle_timeout");
     }
     return new Watch(this.source, runId, this.retry, options);
+  }
+
+  /**
+   * Waits until the run has ended and returns it (status and result), as Temporal's
+   * `handle.result()`. Reads the run; if it has not ended, watches it from its current
+   * sequence with every guarantee of {@link watch} and returns the run the watch's closing
+   * `GetRun` confirmed. A run waiting for an answer keeps it waiting (bound the silence with
+   * `idleTimeoutMs`, or stop it with `signal`). Scope `runs:read`.
+   */
+  async wait(runId: string, options: WaitOptions = {}): Promise<m.Run> {
+    const run = await this.get(runId, options.signal === undefined ? {} : { signal: options.signal });
+    if (isTerminalStatus(run.status)) return run;
+    return waitForEnd(this.watch(runId, { ...options, afterSequence: run.lastSequence }));
+  }
+
+  /**
+   * The run's output text as it is released, one string per output delta: a {@link watch}
+   * with the same options, rules and errors that yields only text. Scope `runs:read`.
+   */
+  textStream(runId: string, options: WatchOptions = {}): TextStream {
+    return new TextStream(this.watch(runId, options));
   }
 
   /** Asks the worker to cancel (idempotent; never retried). Scope `runs:control`. */

@@ -10,6 +10,7 @@ import { isRetryable, isUnreachable } from "./error-mapping.js";
 import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } from "./errors.js";
 import type { WatchRunResponse } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import { RunEventSchema, type RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
+import type * as m from "./models.js";
 import type { RunEvent } from "./models.js";
 import { buildWatchRun } from "./requests.js";
 import { sleep, type ResolvedRetryPolicy } from "./retry.js";
@@ -80,6 +81,7 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
   private readonly core: WatchCore<PbRunEvent>;
   private readonly stop = new AbortController();
   private started = false;
+  private confirmedRun: m.Run | null = null;
 
   /** @internal */
   constructor(
@@ -104,6 +106,19 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
   /** The sequence of the last delivered event: pass it as `afterSequence` to resume elsewhere. */
   get lastSequence(): number {
     return this.core.lastSequence;
+  }
+
+  /**
+   * The ended run as `GetRun` confirmed it when the iteration ended by itself (after the
+   * terminal event); `null` before, or when the watch failed or was stopped early.
+   */
+  get finalRun(): m.Run | null {
+    return this.confirmedRun;
+  }
+
+  /** @internal */
+  recordFinalRun(run: m.Run): void {
+    this.confirmedRun = run;
   }
 
   /** Stops the stream. The run keeps going. */
@@ -263,6 +278,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
     const run = await connection.read(async () => convert.run((await connection.runs.getRun({ runId }, connection.callOptions(undefined))).run), this.options.signal);
     if (this.core.onCleanClose(run) === "complete") {
       this.finished = true;
+      this.watch.recordFinalRun(run);
       return;
     }
     await this.pause(this.core.onRetryableFailure(), null, connection);
