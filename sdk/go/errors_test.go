@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,33 @@ func TestADeadlinePassedByTheClockIsTheCallersDeadline(t *testing.T) {
 	err := mapRPCError(ctx, status.Error(codes.DeadlineExceeded, "stream terminated by RST_STREAM with error code: CANCEL"), readCall, "")
 	if !errors.Is(err, ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%v; want ErrDeadlineExceeded and context.DeadlineExceeded", err)
+	}
+}
+
+// Go spells codes as the wire and the other SDKs do (S9): NOT_FOUND, not NotFound.
+func TestErrorPrintsCanonicalCodeNames(t *testing.T) {
+	st := status.New(codes.NotFound, "no such run")
+	err := mapRPCError(context.Background(), st.Err(), readCall, "")
+	if got := err.Error(); !strings.Contains(got, "code=NOT_FOUND") || strings.Contains(got, "NotFound") {
+		t.Fatalf("Error() = %q, want code=NOT_FOUND", got)
+	}
+	for c, want := range map[codes.Code]string{codes.Canceled: "CANCELLED", codes.Unavailable: "UNAVAILABLE", codes.OK: "OK"} {
+		if got := CodeName(c); got != want {
+			t.Fatalf("CodeName(%v) = %q, want %q", c, got, want)
+		}
+	}
+}
+
+// A caller's cancellation carries the reason TypeScript gives an aborted signal (S9).
+func TestCallerCancellationIsAborted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := mapRPCError(ctx, status.Error(codes.Canceled, "context canceled"), readCall, "")
+	var e *Error
+	if !errors.As(err, &e) || e.Reason != ReasonAborted || e.Code != codes.Canceled {
+		t.Fatalf("got %v, want reason ABORTED with code CANCELLED", err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("errors.Is(err, context.Canceled) must still hold: %v", err)
 	}
 }
