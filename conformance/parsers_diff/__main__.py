@@ -1,6 +1,7 @@
-"""Runs one seeded batch through the three SDKs' verdict programs and compares the verdicts.
+"""Runs one seeded batch through the four SDKs' verdict programs and compares the verdicts.
 
-    python -m parsers_diff --go GO_TEST_BINARY --node-script JS [--count N] [--seed S]
+    python -m parsers_diff --go GO_TEST_BINARY --rust RUST_TEST_BINARY --node-script JS
+                           [--count N] [--seed S]
 
 Exit status 1 when any input gets different verdicts (accept against a refusal, or two
 refusals of different kinds), or when a parser lets an untyped error escape.
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from .generate import Case, generate
 
-SDKS = ("python", "typescript", "go")
+SDKS = ("python", "typescript", "go", "rust")
 KNOWN = {"accept", "trust", "credential", "sidecar"}
 
 
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=20000, help="inputs in the batch (default 20000)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the generators (default 1)")
     parser.add_argument("--go", required=True, help="the Go SDK's compiled test binary")
+    parser.add_argument("--rust", required=True, help="the Rust SDK's compiled unit-test binary")
     parser.add_argument("--node-script", required=True, help="the compiled TypeScript verdict program")
     parser.add_argument("--show", type=int, default=3, help="inputs shown per disagreement group")
     parser.add_argument("--timeout", type=float, default=600.0)
@@ -66,6 +68,17 @@ def main(argv: list[str] | None = None) -> int:
         "python": [sys.executable, str(Path(__file__).with_name("verdict_python.py"))],
         "typescript": ["node", args.node_script],
         "go": [args.go, "-test.run", "^TestParsersDiffVerdicts$", "-parsers-diff"],
+        # The Rust unit-test binary answers on stdin when COLOSSUS_PARSERS_DIFF is set.
+        "rust": [
+            "env",
+            "COLOSSUS_PARSERS_DIFF=1",
+            args.rust,
+            "--exact",
+            "trust::vectors::parsers_diff_verdicts",
+            "--nocapture",
+            "--test-threads=1",
+            "--quiet",
+        ],
     }
     with ThreadPoolExecutor(len(programs)) as pool:
         futures = {sdk: pool.submit(_run, argv_, lines, args.timeout) for sdk, argv_ in programs.items()}
@@ -86,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"parsers_diff: seed {args.seed}, {len(cases)} inputs, generated in {generated:.1f} s, "
-        f"judged by 3 SDKs in {time.monotonic() - started - generated:.1f} s"
+        f"judged by {len(SDKS)} SDKs in {time.monotonic() - started - generated:.1f} s"
     )
     for key, n in sorted(tally.items()):
         print(f"  {key}: {n}")

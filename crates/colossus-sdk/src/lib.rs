@@ -17,17 +17,20 @@ mod error;
 mod grpc;
 pub mod model;
 pub mod options;
+mod placement;
 mod proto;
 pub mod reasons;
 mod retry;
 mod runs;
 mod status;
+mod trust;
 mod watch;
 
 pub use artifacts::Artifacts;
 pub use client::Client;
 pub use error::{Code, Error, Kind, Result};
 pub use runs::Runs;
+pub use trust::bearer::Bearer;
 pub use watch::stream::{ReconnectInfo, Watch};
 
 /// This SDK's version.
