@@ -330,3 +330,11 @@ impl crate::Client {
         crate::Client::from_backend(Box::new(GrpcBackend::new(sessions)), options)
     }
 }
+
+#[cfg(test)]
+#[path = "status_tests_support.rs"]
+mod status_tests_support;
+
+#[cfg(test)]
+#[path = "grpc_tests.rs"]
+mod tests;

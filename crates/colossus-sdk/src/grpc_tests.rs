@@ -1,0 +1,465 @@
+//! The gRPC backend and the client against an in-process fake worker: a hand-written
+//! tonic service (plain HTTP/2 on loopback; the trust layer is tested on its own) whose
+//! answers each test scripts in advance.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tonic::body::Body;
+use tonic::metadata::{MetadataMap, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Response, Status};
+
+use super::{GrpcSession, SessionSource};
+use crate::backend::BoxFuture;
+use crate::model::{self, CreateRunRequest, RunStatus, ServerInfo, capabilities};
+use crate::options::{ClientOptions, RetryPolicy};
+use crate::proto as p;
+use crate::{Client, Kind, Result, reasons};
+
+type Answer<T> = std::result::Result<T, Status>;
+
+/// What the fake answers, in order, and what it saw.
+#[derive(Default)]
+struct Script {
+    creates: VecDeque<Answer<p::CreateRunResponse>>,
+    gets: VecDeque<Answer<p::Run>>,
+    watches: VecDeque<Vec<Answer<p::RunEvent>>>,
+    /// (method, authorization header, request summary)
+    seen: Vec<(String, Option<String>, String)>,
+}
+
+#[derive(Clone, Default)]
+struct FakeWorker(Arc<Mutex<Script>>);
+
+fn auth(m: &MetadataMap) -> Option<String> {
+    m.get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+impl FakeWorker {
+    fn log(&self, method: &str, metadata: &MetadataMap, summary: String) {
+        self.0
+            .lock()
+            .unwrap()
+            .seen
+            .push((method.into(), auth(metadata), summary));
+    }
+
+    fn seen(&self, method: &str) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .seen
+            .iter()
+            .filter(|s| s.0 == method)
+            .map(|s| s.2.clone())
+            .collect()
+    }
+}
+
+type HttpFuture =
+    Pin<Box<dyn Future<Output = std::result::Result<http::Response<Body>, Infallible>> + Send>>;
+
+impl tower::Service<http::Request<Body>> for FakeWorker {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = HttpFuture;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::result::Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> HttpFuture {
+        let fake = self.clone();
+        Box::pin(async move {
+            let path = req
+                .uri()
+                .path()
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            let response = match path.as_str() {
+                "CreateRun" => {
+                    let f = fake.clone();
+                    let svc = tower::service_fn(move |r: Request<p::CreateRunRequest>| {
+                        let f = f.clone();
+                        async move {
+                            f.log(
+                                "CreateRun",
+                                r.metadata(),
+                                r.get_ref().idempotency_key.clone(),
+                            );
+                            let next = f.0.lock().unwrap().creates.pop_front();
+                            next.unwrap_or_else(|| Err(Status::internal("unscripted")))
+                                .map(Response::new)
+                        }
+                    });
+                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
+                        .unary(svc, req)
+                        .await
+                }
+                "GetRun" => {
+                    let f = fake.clone();
+                    let svc = tower::service_fn(move |r: Request<p::GetRunRequest>| {
+                        let f = f.clone();
+                        async move {
+                            f.log("GetRun", r.metadata(), r.get_ref().run_id.clone());
+                            let next = f.0.lock().unwrap().gets.pop_front();
+                            next.unwrap_or_else(|| Err(Status::internal("unscripted")))
+                                .map(|run| Response::new(p::GetRunResponse { run: Some(run) }))
+                        }
+                    });
+                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
+                        .unary(svc, req)
+                        .await
+                }
+                "WatchRun" => {
+                    let f = fake.clone();
+                    let svc = tower::service_fn(move |r: Request<p::WatchRunRequest>| {
+                        let f = f.clone();
+                        async move {
+                            f.log(
+                                "WatchRun",
+                                r.metadata(),
+                                r.get_ref().after_sequence.to_string(),
+                            );
+                            let items = f.0.lock().unwrap().watches.pop_front().unwrap_or_default();
+                            let stream = futures_util::stream::iter(items).map(|item| {
+                                item.map(|event| p::WatchRunResponse { event: Some(event) })
+                            });
+                            Ok::<_, Status>(Response::new(stream))
+                        }
+                    });
+                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
+                        .server_streaming(svc, req)
+                        .await
+                }
+                _ => Status::unimplemented(path).into_http(),
+            };
+            Ok(response)
+        })
+    }
+}
+
+impl tonic::server::NamedService for FakeWorker {
+    const NAME: &'static str = "colossus.api.v1alpha1.RunService";
+}
+
+struct Session {
+    channel: Channel,
+    info: ServerInfo,
+}
+
+impl GrpcSession for Session {
+    fn channel(&self) -> Channel {
+        self.channel.clone()
+    }
+    fn server_info(&self) -> &ServerInfo {
+        &self.info
+    }
+    fn authorize(&self, metadata: &mut MetadataMap) -> Result<()> {
+        let mut value = MetadataValue::from_static("Bearer test-bearer");
+        value.set_sensitive(true);
+        metadata.insert("authorization", value);
+        Ok(())
+    }
+    fn max_response_bytes(&self) -> usize {
+        4 << 20
+    }
+}
+
+struct Fixed(Arc<dyn GrpcSession>);
+
+impl SessionSource for Fixed {
+    fn current(&self) -> BoxFuture<'_, Result<Arc<dyn GrpcSession>>> {
+        let s = self.0.clone();
+        Box::pin(async move { Ok(s) })
+    }
+    fn close(&self) {}
+}
+
+async fn start(script: Script, info: ServerInfo, options: ClientOptions) -> (Client, FakeWorker) {
+    let fake = FakeWorker(Arc::new(Mutex::new(script)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let svc = fake.clone();
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .serve_with_incoming(svc, incoming)
+            .await
+            .unwrap();
+    });
+    let channel = Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect_lazy();
+    let session: Arc<dyn GrpcSession> = Arc::new(Session { channel, info });
+    (Client::over_grpc(Fixed(session), options), fake)
+}
+
+fn fast() -> ClientOptions {
+    ClientOptions::builder()
+        .retry(
+            RetryPolicy::builder()
+                .initial_backoff(Duration::from_millis(1))
+                .max_backoff(Duration::from_millis(5))
+                .max_attempts(4)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap()
+}
+
+fn ev(seq: u64, text: &str) -> Answer<p::RunEvent> {
+    Ok(p::RunEvent {
+        run_id: "r1".into(),
+        sequence: seq,
+        event_time: None,
+        payload: Some(p::run_event::Payload::OutputDelta(p::OutputDelta {
+            text: text.into(),
+        })),
+    })
+}
+
+fn end(seq: u64) -> Answer<p::RunEvent> {
+    Ok(p::RunEvent {
+        run_id: "r1".into(),
+        sequence: seq,
+        event_time: None,
+        payload: Some(p::run_event::Payload::Terminated(p::RunTerminated {
+            status: p::RunStatus::Succeeded as i32,
+            result: None,
+        })),
+    })
+}
+
+fn run(status: p::RunStatus, last: u64) -> p::Run {
+    p::Run {
+        run_id: "r1".into(),
+        status: status as i32,
+        last_sequence: last,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_watch_resumes_after_unavailable_and_drops_the_replayed_events() {
+    let script = Script {
+        watches: vec![
+            vec![
+                ev(1, "a"),
+                ev(2, "b"),
+                Err(Status::unavailable("restarting")),
+            ],
+            vec![ev(1, "a"), ev(2, "b"), ev(3, "c"), end(4)],
+        ]
+        .into(),
+        gets: vec![Ok(run(p::RunStatus::Succeeded, 4))].into(),
+        ..Script::default()
+    };
+    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let mut watch = client.runs().watch("r1");
+    let mut seen = Vec::new();
+    while let Some(e) = watch.next().await {
+        seen.push(e.unwrap().sequence);
+    }
+    assert_eq!(seen, [1, 2, 3, 4]);
+    assert!(watch.is_complete());
+    assert_eq!(fake.seen("WatchRun"), ["0", "2"]);
+    let auths: Vec<_> = fake
+        .0
+        .lock()
+        .unwrap()
+        .seen
+        .iter()
+        .map(|s| s.1.clone())
+        .collect();
+    assert!(
+        auths
+            .iter()
+            .all(|a| a.as_deref() == Some("Bearer test-bearer")),
+        "{auths:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_altered_replay_on_the_wire_fails_the_watch() {
+    let script = Script {
+        watches: vec![
+            vec![ev(1, "a"), Err(Status::unavailable("restarting"))],
+            vec![ev(1, "A")],
+        ]
+        .into(),
+        ..Script::default()
+    };
+    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let items: Vec<_> = client.runs().watch("r1").collect().await;
+    assert_eq!(items.len(), 2);
+    let err = items[1].as_ref().unwrap_err();
+    assert_eq!(err.reason(), Some(reasons::WATCH_REPLAY_ALTERED));
+}
+
+#[tokio::test]
+async fn a_gap_and_a_clean_close_short_of_the_end_fail() {
+    let script = Script {
+        watches: vec![vec![ev(1, "a"), ev(3, "c")]].into(),
+        ..Script::default()
+    };
+    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let items: Vec<_> = client.runs().watch("r1").collect().await;
+    assert!(items[1].as_ref().unwrap_err().is(Kind::WatchGap));
+
+    let script = Script {
+        watches: vec![vec![ev(1, "a")]].into(),
+        gets: vec![Ok(run(p::RunStatus::Succeeded, 2))].into(),
+        ..Script::default()
+    };
+    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let items: Vec<_> = client.runs().watch("r1").collect().await;
+    assert_eq!(
+        items[1].as_ref().unwrap_err().reason(),
+        Some(reasons::WATCH_RECONCILE_MISMATCH)
+    );
+}
+
+#[tokio::test]
+async fn reads_retry_unavailable_but_a_create_is_sent_once() {
+    let script = Script {
+        gets: vec![
+            Err(Status::unavailable("a")),
+            Err(Status::unavailable("b")),
+            Ok(run(p::RunStatus::Running, 0)),
+        ]
+        .into(),
+        creates: vec![Err(Status::unavailable("cut"))].into(),
+        ..Script::default()
+    };
+    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let got = client.runs().get("r1").await.unwrap();
+    assert_eq!(got.status, RunStatus::Running);
+    assert_eq!(fake.seen("GetRun").len(), 3);
+
+    let request = CreateRunRequest::text("hi");
+    let err = client.runs().create(request.clone()).await.unwrap_err();
+    assert!(err.is(Kind::OutcomeUnknown), "{err}");
+    assert_eq!(err.idempotency_key(), Some(request.idempotency_key()));
+    assert_eq!(
+        fake.seen("CreateRun"),
+        [request.idempotency_key()],
+        "never retried"
+    );
+}
+
+fn rate_limited(delay_ms: i32) -> Status {
+    let info = prost_types::Any {
+        type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
+        value: super::status_tests_support::error_info("CREATE_RATE_LIMIT"),
+    };
+    let retry = prost_types::Any {
+        type_url: "type.googleapis.com/google.rpc.RetryInfo".into(),
+        value: super::status_tests_support::retry_info(delay_ms),
+    };
+    let details = super::status_tests_support::status(8, "slow down", vec![info, retry]);
+    Status::with_details(tonic::Code::ResourceExhausted, "slow down", details.into())
+}
+
+#[tokio::test]
+async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked() {
+    let created = p::CreateRunResponse {
+        run: Some(run(p::RunStatus::Queued, 0)),
+        replayed: false,
+    };
+    let script = Script {
+        creates: vec![Err(rate_limited(30)), Ok(created.clone())].into(),
+        ..Script::default()
+    };
+    let options = ClientOptions::builder()
+        .retry_rate_limited_creates(true)
+        .build()
+        .unwrap();
+    let (client, fake) = start(script, ServerInfo::default(), options).await;
+    let request = CreateRunRequest::text("hi");
+    let started = std::time::Instant::now();
+    let result = client.runs().create(request.clone()).await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_millis(30),
+        "the worker's retry_delay is honoured"
+    );
+    assert_eq!(result.idempotency_key, request.idempotency_key());
+    let key = request.idempotency_key().to_owned();
+    assert_eq!(fake.seen("CreateRun"), [key.clone(), key]);
+
+    let script = Script {
+        creates: vec![Err(rate_limited(30))].into(),
+        ..Script::default()
+    };
+    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let err = client
+        .runs()
+        .create(CreateRunRequest::text("hi"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), Some(reasons::CREATE_RATE_LIMIT));
+    assert_eq!(err.retry_delay(), Some(Duration::from_millis(30)));
+    assert_eq!(fake.seen("CreateRun").len(), 1);
+}
+
+#[tokio::test]
+async fn capability_gates_send_nothing() {
+    let (client, fake) = start(Script::default(), ServerInfo::default(), fast()).await;
+    let request = CreateRunRequest::builder()
+        .text("go")
+        .plan_action(model::PlanAction::new(
+            "r0",
+            1,
+            model::PlanActionKind::Revise,
+        ))
+        .build();
+    let err = client.runs().create(request).await.unwrap_err();
+    assert!(err.is(Kind::CapabilityMissing));
+    assert_eq!(err.metadata()["capability"], capabilities::PLANS_CONTINUE);
+    let image = CreateRunRequest::builder()
+        .part(model::InputPart::artifact_with_type("a1", "image/png"))
+        .build();
+    assert!(
+        client
+            .runs()
+            .create(image)
+            .await
+            .unwrap_err()
+            .is(Kind::CapabilityMissing)
+    );
+    assert!(
+        client
+            .artifacts()
+            .download("a1")
+            .await
+            .unwrap_err()
+            .is(Kind::CapabilityMissing)
+    );
+    assert!(fake.0.lock().unwrap().seen.is_empty());
+}
+
+#[tokio::test]
+async fn a_request_over_the_advertised_cap_is_refused_locally() {
+    let mut info = ServerInfo::default();
+    info.limits.max_request_bytes = 64;
+    let (client, fake) = start(Script::default(), info, fast()).await;
+    let err = client
+        .runs()
+        .create(CreateRunRequest::text("x".repeat(100)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
+    assert!(fake.seen("CreateRun").is_empty());
+}
