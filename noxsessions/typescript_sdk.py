@@ -11,6 +11,17 @@
                          shared parser vectors) and integration tests against the reference
                          worker, installed from ./conformance, over real TLS
     typescript_examples  runs every program in sdk/typescript/examples against the reference worker
+    typescript_lowest    the unit and integration tests with the lowest versions that the
+                         dependency ranges allow (the `^x.y.z` lower bounds), installed beside a
+                         second compilation in build-lowest/ (Python's `min` tox environment)
+    typescript_runtimes  the same tests as typescript_tests on Node 22 and 24 (official linux-x64
+                         binaries from the npm registry, pinned in sdk/typescript/runtimes and
+                         installed once into .cache/node-runtimes/<lock digest>); the machine's
+                         own Node (20) runs every other session
+    typescript_conformance_runtimes
+                         the conformance suite's typescript column on Node 22 and 24 (not in the
+                         default run: about as long as the column itself, per Node); arguments
+                         after `--` go to the runner, e.g. `-- --run 'watch.*'`
     bench_typescript_sdk watch throughput and connect time as ratios over a raw connect-node
                          client, RSS growth over a long watch (not in the default run)
 
@@ -21,7 +32,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import platform
 import re
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import nox
@@ -31,7 +47,13 @@ from noxsessions._wheels import install_local
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/typescript"
 
-DEFAULT_SESSIONS = ["typescript_lint", "typescript_tests", "typescript_examples", "typescript_package"]
+DEFAULT_SESSIONS = [
+    "typescript_lint",
+    "typescript_tests",
+    "typescript_examples",
+    "typescript_package",
+    "typescript_lowest",
+]
 
 # What `npm pack` may contain: the bundles, their declarations and maps, docs, licence.
 PACKAGE_FILES = {
@@ -146,6 +168,113 @@ def typescript_tests(session: nox.Session) -> None:
     # strict: a rejection nobody handles fails its test file even where a hook is installed.
     node = ["node", "--unhandled-rejections=strict", "--test", "--test-concurrency=1"]
     session.run(*node, *tests, *session.posargs, external=True, env=env)
+
+
+def _lowest_versions() -> dict[str, str]:
+    """The lower bound of each runtime dependency's range; every range must be `^x.y.z`."""
+    ranges = json.loads((SDK / "package.json").read_text())["dependencies"]
+    lowest = {name: spec.removeprefix("^") for name, spec in ranges.items()}
+    if any(not spec.startswith("^") or not re.fullmatch(r"\d+\.\d+\.\d+", lowest[name]) for name, spec in ranges.items()):
+        raise ValueError(f"sdk/typescript/package.json: every dependency must be a ^x.y.z range: {ranges}")
+    return lowest
+
+
+@nox.session
+def typescript_lowest(session: nox.Session) -> None:
+    """The test suite on the lowest dependency versions the package admits.
+
+    The tests are compiled a second time into build-lowest/, and the lowest versions are
+    installed into build-lowest/node_modules: Node resolves a package from the nearest
+    node_modules up from the importing file, so the compiled SDK and tests (and the
+    dependencies' imports of each other) load them, not the locked ones one level up.
+    """
+    env = _with_worker(session)
+    session.chdir(SDK)
+    _npm_ci(session)
+    lowest = _lowest_versions()
+    out = SDK / "build-lowest"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    (out / "package.json").write_text('{"private": true}\n')
+    specs = [f"{name}@{version}" for name, version in lowest.items()]
+    session.run("npm", "install", "--no-audit", "--no-fund", "--no-package-lock", "--prefix", str(out), *specs, external=True)
+    session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", "--outDir", str(out), external=True)
+    # What the compiled SDK really loads, checked before the tests rely on it.
+    probe = (
+        "const r = require('node:module').createRequire(process.argv[1]);"
+        "for (const [name, version] of Object.entries(JSON.parse(process.argv[2]))) {"
+        "  const entry = r.resolve(name), dir = 'node_modules/' + name;"
+        "  const got = require(entry.slice(0, entry.lastIndexOf(dir) + dir.length) + '/package.json').version;"
+        "  if (got !== version) throw new Error(name + ' resolved to ' + got + ', not ' + version);"
+        "  console.log(name + '@' + got + ' from ' + entry);"
+        "}"
+    )
+    session.run("node", "-e", probe, str(out / "src/index.js"), json.dumps(lowest), external=True)
+    tests = sorted(str(p.relative_to(SDK)) for p in (out / "test").glob("*.test.js"))
+    node = ["node", "--unhandled-rejections=strict", "--test", "--test-concurrency=1"]
+    session.run(*node, *tests, *session.posargs, external=True, env=env)
+
+
+RUNTIMES = SDK / "runtimes"
+
+
+def _node_runtimes(session: nox.Session) -> dict[str, Path]:
+    """The pinned Node binaries by name (node22, node24), installed into .cache on first use.
+
+    The folder is keyed by the lock's digest, so a changed pin installs afresh; it is filled
+    in a scratch folder and renamed into place, so a half-done install is never used.
+    """
+    if sys.platform != "linux" or platform.machine() not in {"x86_64", "AMD64"}:
+        session.error("sdk/typescript/runtimes pins linux-x64 Node binaries only")
+    lock = (RUNTIMES / "package-lock.json").read_bytes()
+    home = ROOT / ".cache/node-runtimes" / hashlib.sha256(lock).hexdigest()[:16]
+    if not home.is_dir():
+        home.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix="installing-", dir=home.parent))
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy(RUNTIMES / name, scratch / name)
+        npm_ci = ["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--no-bin-links"]
+        session.run(*npm_ci, "--prefix", str(scratch), external=True)
+        try:
+            scratch.rename(home)
+        except OSError:  # another session installed the same lock first
+            shutil.rmtree(scratch, ignore_errors=True)
+    pins = json.loads((RUNTIMES / "package.json").read_text())["dependencies"]
+    nodes = {}
+    for name, spec in sorted(pins.items()):
+        node = home / "node_modules" / name / "bin/node"
+        version = session.run(str(node), "--version", external=True, silent=True)
+        if str(version).strip() != "v" + spec.rpartition("@")[2]:
+            session.error(f"{node} is {str(version).strip()}, not the pinned {spec}")
+        nodes[name] = node
+    return nodes
+
+
+@nox.session
+def typescript_runtimes(session: nox.Session) -> None:
+    """typescript_tests' suite (unit and integration) once per pinned Node."""
+    env = _built_with_worker(session)
+    nodes = _node_runtimes(session)
+    tests = sorted(str(p.relative_to(SDK)) for p in (SDK / "build/test").glob("*.test.js"))
+    for name, node in nodes.items():
+        session.log(f"{name}: {node}")
+        flags = ["--unhandled-rejections=strict", "--test", "--test-concurrency=1"]
+        session.run(str(node), *flags, *tests, *session.posargs, external=True, env=env)
+
+
+@nox.session
+def typescript_conformance_runtimes(session: nox.Session) -> None:
+    """The typescript conformance column once per pinned Node (its `node` first on PATH)."""
+    install_local(session, "conformance", "sdk/python")
+    nodes = _node_runtimes(session)
+    results = Path(session.create_tmp()).resolve()
+    for name, node in nodes.items():
+        path = os.pathsep.join([str(node.parent), os.environ.get("PATH", "")])
+        env = {"PATH": f"{session.bin}{os.pathsep}{path}"}
+        session.run(
+            "colossus-conformance", "--suite-dir", str(ROOT / "conformance"), "--sdk", "typescript",
+            "--results-dir", str(results / name), *session.posargs, env=env,
+        )
 
 
 @nox.session

@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "build/**", "src/gen/**", "node_modules/**", "*.config.*"] },
+  { ignores: ["dist/**", "build/**", "build-lowest/**", "src/gen/**", "node_modules/**", "*.config.*"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -91,9 +91,13 @@ describe("error mapping", () => {
     assert.ok(mapError(new ConnectError("x", Code.Canceled), { signal: controller.signal, mutation: true }) instanceof OutcomeUnknownError);
   });
 
-  it("keeps instanceof working across copies through the brand", () => {
-    const foreign = Object.assign(Object.create(Error.prototype) as object, { [Symbol.for("colossus-sdk.ColossusError")]: true });
+  it("keeps instanceof working across copies through each class's brand", () => {
+    // What another copy's NotFoundError carries (test/package checks two real copies).
+    const brands = ["ColossusError", "ApiError", "NotFoundError"].map((name) => [Symbol.for(`colossus-sdk.error.${name}`), true]);
+    const foreign = Object.assign(Object.create(Error.prototype) as object, Object.fromEntries(brands) as object);
     assert.ok(foreign instanceof ColossusError);
+    assert.ok(foreign instanceof NotFoundError);
+    assert.ok(!(foreign instanceof TransportError));
     assert.ok(!(new TransportError("x") instanceof NotFoundError));
   });
 });

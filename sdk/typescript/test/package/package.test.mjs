@@ -62,7 +62,7 @@ describe("installed from the packed tarball", () => {
   });
 
   it("recognises every error class across the ESM and CommonJS copies, both ways", () => {
-    assert.match(node(app, "dual-instanceof.mjs"), /^29 error classes, \d+ checks, 0 mismatches$/m);
+    assert.match(node(app, "dual-instanceof.mjs"), /^\d+ error classes, \d+ checks, 0 mismatches$/m);
   });
 
   describe("README code blocks, as pasted", () => {
