@@ -24,12 +24,15 @@ from typing import Any, cast
 from h2.settings import SettingCodes
 
 from .config import Limits
+from .connection_errors import ignore_unknown_frames, send_goaway_on_errors
 from .eager_start import start_now
 from .frame_trace import defer_frame_repr
 from .handlers.pipeline import ConnectionTable
 from .header_block import keep_request_headers
+from .header_block_bound import bound_header_blocks
 from .hooks import WorkerHooks
 from .hpack_memo import memoize_header_blocks
+from .stream_errors import reset_malformed_requests
 from .stream_limit import refuse_excess_streams
 
 log = logging.getLogger(__name__)
@@ -122,6 +125,11 @@ _PREFACE_BYTES = 24 + 9
 _GOAWAY_ANY_STREAM = bytes.fromhex("000008" "07" "00" "00000000" "7fffffff" "00000000")
 
 
+def _goaway(last_stream_id: int) -> bytes:
+    """An HTTP/2 GOAWAY with NO_ERROR: streams above ``last_stream_id`` were not processed."""
+    return bytes.fromhex("000008" "07" "00" "00000000") + last_stream_id.to_bytes(4, "big") + bytes(4)
+
+
 class _AppProxy(asyncio.Protocol):
     """Wraps grpclib's protocol to learn when a TLS session is up and when it ends."""
 
@@ -138,6 +146,9 @@ class _AppProxy(asyncio.Protocol):
         self._early: list[bytes] | None = []
         self._received = 0
         self._preface_timer: asyncio.TimerHandle | None = None
+        self._coalescing: CoalescingTransport | None = None
+        self._closing = False
+        slot.proxy = self
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         ssl_object = transport.get_extra_info("ssl_object")
@@ -145,8 +156,11 @@ class _AppProxy(asyncio.Protocol):
         if self._peer is not None:
             self._listener.connections.by_peer[self._peer] = self._conn_id
         transport = _as_transport(transport)
-        self._inner.connection_made(CoalescingTransport(transport))
+        self._coalescing = CoalescingTransport(transport)
+        self._inner.connection_made(self._coalescing)
         keep_request_headers(self._inner)
+        send_goaway_on_errors(self._inner)
+        ignore_unknown_frames(self._inner)
         limits = self._listener.limits
         with contextlib.suppress(Exception):
             h2 = self._inner.connection._connection
@@ -159,6 +173,10 @@ class _AppProxy(asyncio.Protocol):
             self._inner.connection.flush()
             refuse_excess_streams(h2)
             memoize_header_blocks(h2)
+        # Outside the guard above: a conformance rule that failed to install must fail loudly.
+        h2 = self._inner.connection._connection
+        reset_malformed_requests(h2)
+        bound_header_blocks(h2, limits.max_header_bytes)
         self._transport = transport
         loop = asyncio.get_running_loop()
         self._age_timer = loop.call_later(limits.max_connection_age_seconds, self._retire)
@@ -171,18 +189,61 @@ class _AppProxy(asyncio.Protocol):
             self._inner.data_received(chunk)
 
     def _require_preface(self) -> None:
-        """Close a connection that finished TLS but did not start speaking HTTP/2.
+        """Close a connection that finished TLS but did not open a stream in time.
 
-        Otherwise a peer could hold a connection slot without a word until the
-        connection's maximum age, and a handful of such peers lock every client out.
+        Otherwise a peer could hold a connection slot without a word (or with only
+        the HTTP/2 preface) until the connection's maximum age, and a handful of such
+        peers lock every client out. Every client opens its first stream at once.
         """
         self._preface_timer = None
-        if self._received >= _PREFACE_BYTES or self._transport is None:
+        if self._transport is None or self._closing:
             return
-        log.info("refused connection %d: no HTTP/2 preface within %.0f s", self._conn_id,
-                 self._listener.limits.handshake_timeout_seconds, extra={"fields": {
-                     "event": "connection_refused", "reason": "preface_timeout"}})
-        self._transport.abort()
+        seconds = self._listener.limits.handshake_timeout_seconds
+        if self._received < _PREFACE_BYTES:
+            log.info("refused connection %d: no HTTP/2 preface within %.0f s", self._conn_id,
+                     seconds, extra={"fields": {
+                         "event": "connection_refused", "reason": "preface_timeout"}})
+            self._transport.abort()
+            return
+        if self.ever_opened_a_stream():
+            return
+        log.info("closed connection %d: no stream within %.0f s", self._conn_id, seconds,
+                 extra={"fields": {"event": "connection_closed", "reason": "no_stream"}})
+        self.close_idle()
+
+    @property
+    def established(self) -> bool:
+        """Whether TLS is up and grpclib's protocol took over."""
+        return self._transport is not None
+
+    def _h2(self) -> Any:
+        return self._inner.connection._connection
+
+    def ever_opened_a_stream(self) -> bool:
+        return bool(self._h2().highest_inbound_stream_id)
+
+    def has_open_stream(self) -> bool:
+        """Whether a stream is open; ``False`` too while TLS or the preface is still awaited."""
+        if self._transport is None or self._early is not None:
+            return False
+        return bool(self._h2().open_inbound_streams)
+
+    def close_idle(self) -> None:
+        """Close a connection without an open stream: GOAWAY (nothing left unprocessed), close.
+
+        A peer that does not read would hold the TLS shutdown open; it is cut off after
+        a second (its place was given back already).
+        """
+        coalescing = self._coalescing
+        if coalescing is None or self._closing:
+            return
+        self._closing = True
+        coalescing.write(_goaway(self._h2().highest_inbound_stream_id))
+        coalescing.close()
+        for timer in (self._age_timer, self._preface_timer):
+            if timer is not None:
+                timer.cancel()
+        self._age_timer = asyncio.get_running_loop().call_later(1.0, coalescing.abort)
 
     def _retire(self, deadline: float | None = None) -> None:
         """Past the maximum age: ask the client to move on, then close when idle.
@@ -240,18 +301,34 @@ class _Slot:
     """One connection's place under the connection limit, given back exactly once.
 
     A connection can end along several paths (failed handshake, peer gone during
-    it, ``connection_lost`` after either); each calls :meth:`release`, and only
-    the first one counts.
+    it, ``connection_lost`` after either, eviction); each calls :meth:`release`,
+    and only the first one counts.
     """
 
-    def __init__(self, listener: Listener) -> None:
+    def __init__(self, listener: Listener, conn_id: int, raw: asyncio.Transport) -> None:
         self._listener: Listener | None = listener
+        self.conn_id = conn_id
+        self.raw = raw
+        self.proxy: _AppProxy | None = None
+        self.evicted = False
         listener.open_connections += 1
+        listener.slots[conn_id] = self
 
     def release(self) -> None:
         if self._listener is not None:
             self._listener.open_connections -= 1
+            self._listener.slots.pop(self.conn_id, None)
             self._listener = None
+
+    def evict(self) -> None:
+        """Close this connection, which has no open stream, and give its place back now."""
+        self.evicted = True
+        proxy = self.proxy
+        if proxy is not None and proxy.established:
+            proxy.close_idle()
+        else:  # still in the TLS handshake: the handshake task sees the abort
+            self.raw.abort()
+        self.release()
 
 
 def _as_transport(transport: asyncio.BaseTransport) -> asyncio.Transport:
@@ -292,6 +369,8 @@ class Listener:
         self.hooks = hooks
         self.connections = connections
         self.open_connections = 0
+        # Every connection holding a place, oldest first (dicts keep insertion order).
+        self.slots: dict[int, _Slot] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         defer_frame_repr()
@@ -309,19 +388,35 @@ class Listener:
             transport.close()
             self.hooks.on_connection(conn_id, None, False)
             return
-        if self.open_connections >= self.limits.max_connections:
+        if self.open_connections >= self.limits.max_connections and not self._evict_for(conn_id):
             log.info("refused connection %d: max_connections (%d) reached", conn_id,
                      self.limits.max_connections, extra={"fields": {
                          "event": "connection_refused", "reason": "max_connections"}})
             transport.abort()
             self.hooks.on_connection(conn_id, None, False)
             return
-        slot = _Slot(self)
+        slot = _Slot(self, conn_id, transport)
         # start_tls's first step (pause reading, swap the protocol) must run before
         # this connection_made returns; see the module docstring.
         task = start_now(self._handshake(conn_id, transport, inner_factory, slot))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _evict_for(self, conn_id: int) -> bool:
+        """At the connection cap: close the oldest connection without an open stream.
+
+        A connection only holds its place while it is being used; a new client is
+        refused only when every connection has a stream open.
+        """
+        for slot in self.slots.values():
+            if slot.proxy is not None and slot.proxy.has_open_stream():
+                continue
+            log.info("closed connection %d, the oldest without an open stream, to admit "
+                     "connection %d (max_connections reached)", slot.conn_id, conn_id,
+                     extra={"fields": {"event": "connection_closed", "reason": "evicted"}})
+            slot.evict()
+            return True
+        return False
 
     async def _handshake(self, conn_id: int, transport: asyncio.Transport,
                          inner_factory: Callable[[], Any], slot: _Slot) -> None:
@@ -334,6 +429,9 @@ class Listener:
             )
         except (OSError, ssl.SSLError, asyncio.TimeoutError, ConnectionError) as exc:
             reason = "handshake_timeout" if isinstance(exc, asyncio.TimeoutError) else "tls"
+            if slot.evicted:  # the eviction was logged
+                self.hooks.on_connection(conn_id, None, False)
+                return
             log.info("refused connection %d: TLS handshake failed (%s)", conn_id,
                      getattr(exc, "reason", None) or type(exc).__name__, extra={"fields": {
                          "event": "connection_refused", "reason": reason}})
@@ -348,6 +446,21 @@ class Listener:
         if tls_transport is None:  # the peer went away during the handshake
             slot.release()
             self.hooks.on_connection(conn_id, None, False)
+            return
+        if slot.evicted:  # evicted as the handshake ended; the eviction was logged
+            tls_transport.abort()
+            self.hooks.on_connection(conn_id, None, False)
+            return
+        ssl_object = tls_transport.get_extra_info("ssl_object")
+        if ssl_object is None or ssl_object.selected_alpn_protocol() != "h2":
+            # gRPC is HTTP/2 only, and a client that did not negotiate it may be speaking
+            # something else on the connection; the handshake itself did complete.
+            log.info("refused connection %d: the client did not negotiate HTTP/2 (ALPN h2)",
+                     conn_id, extra={"fields": {"event": "connection_refused", "reason": "alpn"}})
+            self.hooks.on_connection(
+                conn_id, ssl_object.version() if ssl_object is not None else None, True)
+            tls_transport.close()
+            slot.release()
             return
         proxy.connection_made(tls_transport)
 

@@ -28,8 +28,8 @@ from .handlers.system import SystemService
 from .hooks import NO_HOOKS, WorkerHooks
 from .journal import Journal
 from .listener import Listener
+from .not_grpc import WorkerHandler
 from .plugins import ServiceContext, load_artifact_plugin
-from .spent_deadlines import SpentDeadlineHandler
 from .state import (
     StateError,
     StateLock,
@@ -55,9 +55,10 @@ class _GrpcServer(Server):
         return self._listener.factory(self._h2_protocol)
 
     def _h2_protocol(self) -> H2Protocol:
-        # grpclib's own factory, with the handler that answers spent deadlines itself.
+        # grpclib's own factory, with the handler that answers spent deadlines and requests
+        # that are not POST itself.
         self.__gc_step__()
-        handler = SpentDeadlineHandler(self._mapping, self._codec, self._status_details_codec,
+        handler = WorkerHandler(self._mapping, self._codec, self._status_details_codec,
                                        self.__dispatch__)
         self._handlers.add(handler)
         return H2Protocol(handler, self._config, self._h2_config)

@@ -10,8 +10,6 @@ from raw_h2 import RawClient, frame
 from test_hostile_input import RUNS, SYSTEM
 
 REFUSED_STREAM = 0x7
-# The client connection preface and an empty SETTINGS frame.
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
 def _failed_handshake(host: str, port: int) -> None:
@@ -21,23 +19,22 @@ def _failed_handshake(host: str, port: int) -> None:
             pass
 
 
-def _held_connections(host: str, port: int, pem: bytes, at_most: int) -> list[ssl.SSLSocket]:
-    """Open TLS connections until one is refused (or ``at_most`` are held)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.load_verify_locations(cadata=pem.decode())
-    ctx.set_alpn_protocols(["h2"])
-    held: list[ssl.SSLSocket] = []
+def _held_connections(worker, at_most: int) -> list[RawClient]:
+    """Open connections in use until one is refused (or ``at_most`` are held).
+
+    Each opens a stream and keeps it open: the worker closes a connection that opens no
+    stream within a few seconds, and at the cap it closes one without an open stream to
+    make room, either of which would free a place while the rest are still being opened.
+    """
+    held: list[RawClient] = []
     for _ in range(at_most):
-        raw = socket.create_connection((host, port), timeout=10)
         try:
-            tls = ctx.wrap_socket(raw, server_hostname=host)
+            client = RawClient(worker.target, worker.pem, worker.bearers["app1"])
         except (ssl.SSLError, OSError):
-            raw.close()
             break
-        # Speak HTTP/2 at once: a TLS connection that stays silent is closed after a few
-        # seconds, which would free its slot while a slow machine is still opening the rest.
-        tls.sendall(H2_PREFACE)
-        held.append(tls)
+        held.append(client)
+        client.open(RUNS + "GetRun")  # no body: it stays open
+        client.round_trip()  # seen by the worker before the next connection arrives
     return held
 
 
@@ -46,13 +43,13 @@ def test_failed_handshakes_leave_the_cap_exact(make_worker):
     host, port = worker.target.rsplit(":", 1)
     for _ in range(200):
         _failed_handshake(host, int(port))
-    held = _held_connections(host, int(port), worker.pem, 128 + 40)
+    held = _held_connections(worker, 128 + 40)
     try:
         print(f"\nconnection cap after 200 failed handshakes: {len(held)} (limit 128)")
         assert len(held) == 128
     finally:
-        for sock in held:
-            sock.close()
+        for client in held:
+            client.close()
     log = worker.log_path.read_text()
     assert "Traceback" not in log and "UnboundLocalError" not in log
 

@@ -4,8 +4,9 @@ The listener runs the TLS upgrade itself, and the two loops differ exactly
 there: uvloop starts reading a new connection as soon as ``connection_made``
 returns, paused or not. Each check runs on both loops: a TLS 1.3 call (also a
 burst of connections that send their ClientHello at once, none of which may
-lose it), the connection cap, the handshake timeout and the silent-close fault; and
-the eager start the listener relies on is checked on both loops by itself.
+lose it), the connection cap (where idle connections make room), the handshake
+timeout and the silent-close fault; and the eager start the listener relies on is
+checked on both loops by itself.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from conftest import pb
 LOOPS = ("asyncio", "uvloop")
 # The client connection preface and an empty SETTINGS frame.
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+GET_RUN = "/colossus.api.v1alpha1.RunService/GetRun"
 # A TLS handshake record header announcing 200 bytes that never come.
 STALLED_RECORD = bytes.fromhex("16030100c8")
 
@@ -122,19 +124,35 @@ def test_a_tls13_call_and_a_burst_of_connections_are_served(make_worker, loop):
     assert "TLS handshake failed" not in worker.log_path.read_text()
 
 
-def test_connections_over_the_cap_are_refused_before_tls(make_worker, loop):
+def test_at_the_cap_idle_connections_make_room_and_busy_ones_do_not(make_worker, loop):
     worker = _start(make_worker, loop, "--limit", "max_connections=2")
     host, port = worker.target.rsplit(":", 1)
     ctx = _tls_context(worker.pem)
-    held = [_open_h2(host, int(port), ctx) for _ in range(2)]
+    idle = [_open_h2(host, int(port), ctx) for _ in range(2)]  # the preface, no stream
+    busy: list[RawClient] = []
     try:
+        # Each new connection takes the place of the oldest one without an open stream.
+        for _ in range(2):
+            client = RawClient(worker.target, worker.pem, worker.bearers["app1"])
+            busy.append(client)
+            client.open(GET_RUN)  # no body: the stream stays open
+            client.round_trip()
+        for sock in idle:
+            _closed_by_worker(sock)
+        # Now every connection has an open stream: a new one is refused before TLS.
         with (socket.create_connection((host, int(port)), timeout=30) as raw,
               pytest.raises((ssl.SSLError, ConnectionError))):
             ctx.wrap_socket(raw, server_hostname=host)
     finally:
-        for sock in held:
+        for sock in idle:
             sock.close()
-    assert "refused connection 3: max_connections (2) reached" in worker.log_path.read_text()
+        for client in busy:
+            client.close()
+    log = worker.log_path.read_text()
+    for old, new in ((1, 3), (2, 4)):
+        assert f"closed connection {old}, the oldest without an open stream, to admit " \
+               f"connection {new}" in log
+    assert "refused connection 5: max_connections (2) reached" in log
 
 
 def test_a_stalled_handshake_times_out(make_worker, loop):

@@ -7,6 +7,7 @@ import ssl
 
 import grpc
 import pytest
+from raw_h2 import RawClient
 
 from conftest import ROOMY, error_info, expect_error, pb, retry_delay, script
 
@@ -103,31 +104,42 @@ def test_active_run_limits(make_worker):
 
 
 def test_connection_limit(make_worker):
+    """Connections in use (an open stream each) fill the cap; the next one is refused."""
     worker = make_worker("--limit", "max_connections=2")
     host, port = worker.target.rsplit(":", 1)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.load_verify_locations(cadata=worker.pem.decode())
-    held = []
-    for _ in range(2):
-        raw = socket.create_connection((host, int(port)), timeout=5)
-        held.append(ctx.wrap_socket(raw, server_hostname=host))
+    ctx.set_alpn_protocols(["h2"])
+    held = [RawClient(worker.target, worker.pem, worker.bearers["app1"]) for _ in range(2)]
+    for client in held:
+        client.open("/colossus.api.v1alpha1.RunService/GetRun")  # no body: it stays open
+        client.round_trip()
     raw = socket.create_connection((host, int(port)), timeout=5)
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
         tls = ctx.wrap_socket(raw, server_hostname=host)
         tls.recv(1)  # a refused connection is closed right away
         raise ConnectionError("closed")
-    for sock in held:
-        sock.close()
+    for client in held:
+        client.close()
 
 
 def test_header_block_limit(make_worker):
     worker = make_worker()
     c = worker.client("app1")
     request = pb.sys.GetServerInfoRequest()
+    # Over 16 KiB as HTTP/2 counts a header list (32 bytes a field on top), in a block of
+    # half that: the call is refused and the connection carries on.
+    padding = [(f"x-p{i}", "y" * 20) for i in range(300)]
     meta = expect_error(lambda: c.system.GetServerInfo(
-        request, metadata=[*c.md, ("x-padding", "y" * 17000)], timeout=10),
+        request, metadata=[*c.md, *padding], timeout=10),
         OK.RESOURCE_EXHAUSTED, "REQUEST_TOO_LARGE")
     assert meta["limit"] == "max_header_bytes"
+    assert c.system.GetServerInfo(request, metadata=c.md, timeout=10).server_info
+    # A block that is itself over 16 KiB (grpcio does not compress the value) closes the
+    # connection as soon as it crosses the bound; the next call reconnects.
+    with pytest.raises(grpc.RpcError) as caught:
+        c.system.GetServerInfo(request, metadata=[*c.md, ("x-padding", "y" * 17000)], timeout=10)
+    assert caught.value.code() == OK.UNAVAILABLE
     assert c.system.GetServerInfo(request, metadata=c.md, timeout=10).server_info
 
 
