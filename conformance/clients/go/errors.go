@@ -68,6 +68,9 @@ func errorView(err error) map[string]any {
 		if e.Reason != "" {
 			view["reason"] = e.Reason
 		}
+		if errors.Is(err, colossus.ErrResourceExhausted) && e.RetryDelay > 0 {
+			view["retry_delay_seconds"] = e.RetryDelay.Seconds()
+		}
 	}
 	return view
 }

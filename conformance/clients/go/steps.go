@@ -405,6 +405,15 @@ func (c *caseRun) perform(ctx context.Context, op string, args map[string]any, r
 		return c.listRuns(ctx, cl, args, report)
 	case "watch":
 		return c.watch(ctx, cl, args, report)
+	case "wait_run":
+		id, _ := argString(args, "run_id")
+		run, err := cl.Runs.Wait(ctx, id, colossus.WithIdleTimeout(time.Duration(argFloat(args, "idle_timeout_seconds", 20)*float64(time.Second))))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"run": runView(run)}, nil
+	case "text_stream":
+		return c.textStream(ctx, cl, args)
 	case "respond":
 		runID, _ := argString(args, "run_id")
 		interactionID, _ := argString(args, "interaction_id")
@@ -525,6 +534,11 @@ func (c *caseRun) createRun(ctx context.Context, cl *colossus.Client, args map[s
 		}
 		opts = append(opts, colossus.WithResearch(colossus.ResearchOptions{Depth: uint32(depth), Lanes: lanes}))
 	}
+	if n, ok, err := argUint(args, "rate_limit_retries"); err != nil {
+		return nil, err
+	} else if ok {
+		opts = append(opts, colossus.WithRateLimitRetries(int(min(n, 1<<31-1))))
+	}
 	created, err := cl.Runs.Create(ctx, parts, opts...)
 	if err != nil {
 		return nil, err
@@ -635,4 +649,30 @@ func (c *caseRun) watch(ctx context.Context, cl *colossus.Client, args map[strin
 		report["hooks"] = hooks
 	}
 	return view, failure
+}
+
+// textStream reports the text pieces in order; on failure, the pieces so far next to the error.
+func (c *caseRun) textStream(ctx context.Context, cl *colossus.Client, args map[string]any) (any, error) {
+	runID, _ := argString(args, "run_id")
+	texts := []string{}
+	view := map[string]any{"texts": texts, "completed": false}
+	opts := []colossus.CallOption{
+		colossus.WithIdleTimeout(time.Duration(argFloat(args, "idle_timeout_seconds", 20) * float64(time.Second))),
+	}
+	if _, present := args["after_sequence"]; present {
+		after, _, err := argUint(args, "after_sequence")
+		if err != nil {
+			return view, err
+		}
+		opts = append(opts, colossus.WithAfterSequence(after))
+	}
+	for text, err := range cl.Runs.TextStream(ctx, runID, opts...) {
+		if err != nil {
+			view["texts"] = texts
+			return view, err
+		}
+		texts = append(texts, text)
+	}
+	view["texts"], view["completed"] = texts, true
+	return view, nil
 }

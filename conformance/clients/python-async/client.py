@@ -95,6 +95,15 @@ class AsyncCaseRun(shared.CaseState):
             return await self.list_runs(client, args, report), []
         if op == "watch":
             return await self.watch(client, args, report)
+        if op == "wait_run":
+            run = await client.runs.wait(args["run_id"], **shared.wait_options(args))
+            return {"run": shared.run_view(run)}, []
+        if op == "text_stream":
+            texts = shared.TextTally(report)
+            async with client.runs.text_stream(args["run_id"], **shared.text_stream_options(args)) as stream:
+                async for text in stream:
+                    texts.add(text)
+            return texts.done(), []
         if op == "respond":
             answer = shared.answer_for(args)
             run = await client.runs.respond(args["run_id"], args["interaction_id"], answer)

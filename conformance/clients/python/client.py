@@ -67,7 +67,7 @@ def error_view(exc: BaseException) -> dict[str, Any]:
             break
     code = getattr(exc, "code", None)
     reason = getattr(exc, "reason", None)
-    return {
+    view = {
         "kind": kind,
         "grpc_code": code.name if code is not None and hasattr(code, "name") else None,
         "reason": reason if isinstance(reason, str) else None,
@@ -76,6 +76,10 @@ def error_view(exc: BaseException) -> dict[str, Any]:
         # checks that no bearer ever appears here.
         "message": str(exc)[:2000],
     }
+    delay = getattr(exc, "retry_delay", None)
+    if isinstance(exc, colossus.ResourceExhaustedError) and delay is not None:
+        view["retry_delay_seconds"] = float(delay)
+    return view
 
 
 # -- views: SDK models to plain JSON -----------------------------------------------------
@@ -286,6 +290,8 @@ def create_arguments(args: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
             kwargs[name] = args[name]
     if "max_turns" in args:
         kwargs["max_turns"] = int(args["max_turns"])
+    if "rate_limit_retries" in args:
+        kwargs["rate_limit_retries"] = args["rate_limit_retries"]
     if "mode" in args:
         kwargs["mode"] = colossus.RunMode[args["mode"]]
     if "plan_action" in args:
@@ -547,6 +553,30 @@ class WatchTally:
         return view, self.hooks
 
 
+def wait_options(args: dict[str, Any]) -> dict[str, Any]:
+    """``runs.wait`` keyword arguments of a ``wait_run`` step (the idle timeout bounds it)."""
+    return {"idle_timeout": float(args.get("idle_timeout_seconds", 20.0))}
+
+
+def text_stream_options(args: dict[str, Any]) -> dict[str, Any]:
+    """``runs.text_stream`` keyword arguments of a ``text_stream`` step."""
+    return {**wait_options(args), "after_sequence": args.get("after_sequence", 0)}
+
+
+class TextTally:
+    """The text stream view: the pieces so far, kept in the report so a failure shows them."""
+
+    def __init__(self, report: dict[str, Any]):
+        self.texts: list[str] = []
+        report["value"] = {"texts": self.texts, "completed": False}
+
+    def add(self, text: str) -> None:
+        self.texts.append(text)
+
+    def done(self) -> dict[str, Any]:
+        return {"texts": self.texts, "completed": True}
+
+
 class CaseRun(CaseState):
     """Executes the steps of one case against one or more SDK clients."""
 
@@ -614,6 +644,14 @@ class CaseRun(CaseState):
             return self.list_runs(client, args, report), []
         if op == "watch":
             return self.watch(client, args, report)
+        if op == "wait_run":
+            return {"run": run_view(client.runs.wait(args["run_id"], **wait_options(args)))}, []
+        if op == "text_stream":
+            texts = TextTally(report)
+            with client.runs.text_stream(args["run_id"], **text_stream_options(args)) as stream:
+                for text in stream:
+                    texts.add(text)
+            return texts.done(), []
         if op == "respond":
             answer = answer_for(args)
             return {"run": run_view(client.runs.respond(args["run_id"], args["interaction_id"], answer))}, []

@@ -235,6 +235,12 @@ class CaseRun {
         return this.listRuns(client, args, report);
       case "watch":
         return this.watch(client, args, report);
+      case "wait_run": {
+        const run = await client.runs.wait(str(args, "run_id"), { idleTimeoutMs: num(args, "idle_timeout_seconds", 20) * 1000 });
+        return { run: runView(run) };
+      }
+      case "text_stream":
+        return this.textStream(client, args, report);
       case "respond": {
         const answer: T.InteractionAnswer =
           "choice" in args
@@ -288,6 +294,8 @@ class CaseRun {
     const tracestate = optStr(args, "tracestate");
     if (tracestate !== undefined) options.tracestate = tracestate;
     if (typeof args["max_turns"] === "number") options.maxTurns = args["max_turns"];
+    const rateLimitRetries = args["rate_limit_retries"];
+    const retryOptions = typeof rateLimitRetries === "number" ? { rateLimitRetries } : {};
     const mode = optStr(args, "mode");
     if (mode !== undefined) options.mode = mode as T.RunMode;
     const planAction = args["plan_action"] as Args | undefined;
@@ -302,7 +310,7 @@ class CaseRun {
     if (research !== undefined) {
       options.research = { depth: num(research, "depth", 0), lanes: (research["lanes"] ?? []) as T.EvidenceLane[] };
     }
-    const created = await client.runs.create(parts, options);
+    const created = await client.runs.create(parts, { ...options, ...retryOptions });
     return { run: runView(created.run), replayed: created.replayed, idempotency_key: created.idempotencyKey };
   }
 
@@ -337,6 +345,23 @@ class CaseRun {
       }
     }
     return view;
+  }
+
+  private async textStream(client: T.Client, args: Args, report: Report): Promise<Json> {
+    const texts: Json[] = [];
+    const value: Report = { texts, completed: false };
+    report["value"] = value; // the pieces so far are reported on failure too
+    const stream = client.runs.textStream(str(args, "run_id"), {
+      afterSequence: num(args, "after_sequence", 0),
+      idleTimeoutMs: num(args, "idle_timeout_seconds", 20) * 1000,
+    });
+    try {
+      for await (const text of stream) texts.push(text);
+    } finally {
+      stream.close();
+    }
+    value["completed"] = true;
+    return value;
   }
 
   private async watch(client: T.Client, args: Args, report: Report): Promise<Json> {

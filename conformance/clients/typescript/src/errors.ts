@@ -29,7 +29,7 @@ const KINDS: ReadonlyArray<readonly [abstract new (...args: never[]) => Error, s
 
 export class Unsupported extends Error {}
 
-export function errorView(error: unknown): { [key: string]: string | null } {
+export function errorView(error: unknown): { [key: string]: string | number | null } {
   if (error instanceof Unsupported) {
     return { kind: "unsupported", grpc_code: null, reason: null, sdk_type: "Unsupported", message: error.message };
   }
@@ -41,7 +41,7 @@ export function errorView(error: unknown): { [key: string]: string | null } {
     }
   }
   const isSdk = error instanceof sdk.ColossusError;
-  return {
+  const view: { [key: string]: string | number | null } = {
     kind,
     grpc_code: isSdk ? error.code : null,
     reason: isSdk ? error.reason : null,
@@ -49,4 +49,6 @@ export function errorView(error: unknown): { [key: string]: string | null } {
     // SDK messages are built to be safe to show; the runner still checks for bearers.
     message: (isSdk ? error.toString() : String(error)).slice(0, 2000),
   };
+  if (error instanceof sdk.ResourceExhaustedError && error.retryDelayMs !== null) view["retry_delay_seconds"] = error.retryDelayMs / 1000;
+  return view;
 }
