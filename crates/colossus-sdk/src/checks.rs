@@ -267,13 +267,13 @@ pub(crate) fn check_list(query: &ListRunsQuery, info: &ServerInfo) -> Result<()>
 pub(crate) fn check_respond(run_id: &str, interaction_id: &str, answer: &Answer) -> Result<()> {
     check_id(run_id, "run_id")?;
     check_id(interaction_id, "interaction_id")?;
-    if let Answer::Approval { decision, .. } = answer {
-        if !matches!(decision, ApprovalDecision::Approve | ApprovalDecision::Deny) {
-            return Err(invalid_field(
-                "decision",
-                "decision must be APPROVE or DENY",
-            ));
-        }
+    if let Answer::Approval { decision, .. } = answer
+        && !matches!(decision, ApprovalDecision::Approve | ApprovalDecision::Deny)
+    {
+        return Err(invalid_field(
+            "decision",
+            "decision must be APPROVE or DENY",
+        ));
     }
     Ok(())
 }
@@ -315,9 +315,10 @@ mod tests {
     use crate::model::{PlanAction, PlanActionKind};
 
     fn info(caps: &[&str]) -> ServerInfo {
-        let mut info = ServerInfo::default();
-        info.capabilities = caps.iter().map(|c| (*c).to_owned()).collect();
-        info
+        ServerInfo {
+            capabilities: caps.iter().map(|c| (*c).to_owned()).collect(),
+            ..ServerInfo::default()
+        }
     }
 
     fn capability_of(err: &Error) -> &str {

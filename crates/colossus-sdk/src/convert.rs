@@ -30,52 +30,55 @@ fn duration(d: Option<&prost_types::Duration>) -> Duration {
 }
 
 fn bucket(b: Option<&p::TokenBucket>) -> m::TokenBucket {
-    let mut out = m::TokenBucket::default();
-    if let Some(b) = b {
-        out.refill_per_second = b.refill_per_second;
-        out.burst = b.burst;
-    }
-    out
+    b.map_or_else(m::TokenBucket::default, |b| m::TokenBucket {
+        refill_per_second: b.refill_per_second,
+        burst: b.burst,
+    })
 }
 
-pub(crate) fn server_info(s: &p::ServerInfo) -> m::ServerInfo {
-    let mut out = m::ServerInfo::default();
-    out.instance_id = s.instance_id.clone();
-    out.api_package = s.api_package.clone();
-    out.api_version = s.api_version.clone();
-    out.api_major = s.api_major;
-    out.deployment_mode = m::DeploymentMode::from_number(s.deployment_mode);
-    out.capabilities = s.capabilities.clone();
-    out.server_version = s.server_version.clone();
-    if let Some(l) = &s.limits {
-        let o = &mut out.limits;
-        o.max_active_runs = l.max_active_runs;
-        o.max_active_runs_per_application = l.max_active_runs_per_application;
-        o.create_rate = bucket(l.create_rate.as_ref());
-        o.create_rate_per_application = bucket(l.create_rate_per_application.as_ref());
-        o.max_watches = l.max_watches;
-        o.max_watches_per_application = l.max_watches_per_application;
-        o.max_concurrent_list_runs = l.max_concurrent_list_runs;
-        o.max_concurrent_list_runs_per_application = l.max_concurrent_list_runs_per_application;
-        o.max_connections = l.max_connections;
-        o.max_concurrent_streams_per_connection = l.max_concurrent_streams_per_connection;
-        o.max_request_bytes = l.max_request_bytes;
-        o.max_response_bytes = l.max_response_bytes;
-        o.max_header_bytes = l.max_header_bytes;
-        o.max_events_per_run = l.max_events_per_run;
-        o.reserved_lifecycle_events = l.reserved_lifecycle_events;
-        o.max_input_parts = l.max_input_parts;
-        o.max_input_bytes = l.max_input_bytes;
-        o.max_turns = l.max_turns;
-        o.default_max_turns = l.default_max_turns;
-        o.max_list_page_size = l.max_list_page_size;
-        o.max_list_status_filters = l.max_list_status_filters;
-        o.max_artifact_bytes = l.max_artifact_bytes;
-        o.max_artifact_chunk_bytes = l.max_artifact_chunk_bytes;
-        o.handshake_timeout = duration(l.handshake_timeout.as_ref());
-        o.max_connection_age = duration(l.max_connection_age.as_ref());
+fn limits(l: &p::Limits) -> m::Limits {
+    m::Limits {
+        max_active_runs: l.max_active_runs,
+        max_active_runs_per_application: l.max_active_runs_per_application,
+        create_rate: bucket(l.create_rate.as_ref()),
+        create_rate_per_application: bucket(l.create_rate_per_application.as_ref()),
+        max_watches: l.max_watches,
+        max_watches_per_application: l.max_watches_per_application,
+        max_concurrent_list_runs: l.max_concurrent_list_runs,
+        max_concurrent_list_runs_per_application: l.max_concurrent_list_runs_per_application,
+        max_connections: l.max_connections,
+        max_concurrent_streams_per_connection: l.max_concurrent_streams_per_connection,
+        max_request_bytes: l.max_request_bytes,
+        max_response_bytes: l.max_response_bytes,
+        max_header_bytes: l.max_header_bytes,
+        max_events_per_run: l.max_events_per_run,
+        reserved_lifecycle_events: l.reserved_lifecycle_events,
+        max_input_parts: l.max_input_parts,
+        max_input_bytes: l.max_input_bytes,
+        max_turns: l.max_turns,
+        default_max_turns: l.default_max_turns,
+        max_list_page_size: l.max_list_page_size,
+        max_list_status_filters: l.max_list_status_filters,
+        max_artifact_bytes: l.max_artifact_bytes,
+        max_artifact_chunk_bytes: l.max_artifact_chunk_bytes,
+        handshake_timeout: duration(l.handshake_timeout.as_ref()),
+        max_connection_age: duration(l.max_connection_age.as_ref()),
     }
-    out
+}
+
+/// The checked GetServerInfo answer as the public model (the transport's session keeps it).
+#[allow(dead_code)] // until the transport's session lands
+pub(crate) fn server_info(s: &p::ServerInfo) -> m::ServerInfo {
+    m::ServerInfo {
+        instance_id: s.instance_id.clone(),
+        api_package: s.api_package.clone(),
+        api_version: s.api_version.clone(),
+        api_major: s.api_major,
+        deployment_mode: m::DeploymentMode::from_number(s.deployment_mode),
+        capabilities: s.capabilities.clone(),
+        limits: s.limits.as_ref().map(limits).unwrap_or_default(),
+        server_version: s.server_version.clone(),
+    }
 }
 
 pub(crate) fn run(r: &p::Run) -> m::Run {
@@ -95,35 +98,30 @@ pub(crate) fn run(r: &p::Run) -> m::Run {
 }
 
 fn result(r: &p::RunResult) -> m::RunResult {
-    let mut out = m::RunResult::text(r.output_text.clone());
-    out.plan = r.plan.as_ref().map(|pl| {
-        let mut plan = m::PlanResult::default();
-        plan.plan_id = pl.plan_id.clone();
-        plan.revision = pl.revision;
-        plan.status = m::PlanStatus::from_number(pl.status);
-        plan
-    });
-    out.research = r.research.as_ref().map(|rr| {
-        let mut research = m::ResearchResult::default();
-        research.report = rr.report.clone();
-        research.citations = rr
-            .citations
-            .iter()
-            .map(|c| {
-                let mut citation = m::Citation::default();
-                citation.lane = m::EvidenceLane::from_number(c.lane);
-                citation.label = c.label.clone();
-                citation.url = c.url.clone();
-                citation
-            })
-            .collect();
-        research
-    });
-    out.failure = r
-        .failure
-        .as_ref()
-        .map(|f| m::RunFailure::new(f.code.clone(), f.message.clone()));
-    out
+    m::RunResult {
+        output_text: r.output_text.clone(),
+        plan: r.plan.as_ref().map(|pl| m::PlanResult {
+            plan_id: pl.plan_id.clone(),
+            revision: pl.revision,
+            status: m::PlanStatus::from_number(pl.status),
+        }),
+        research: r.research.as_ref().map(|rr| m::ResearchResult {
+            report: rr.report.clone(),
+            citations: rr
+                .citations
+                .iter()
+                .map(|c| m::Citation {
+                    lane: m::EvidenceLane::from_number(c.lane),
+                    label: c.label.clone(),
+                    url: c.url.clone(),
+                })
+                .collect(),
+        }),
+        failure: r
+            .failure
+            .as_ref()
+            .map(|f| m::RunFailure::new(f.code.clone(), f.message.clone())),
+    }
 }
 
 fn interaction(i: &p::Interaction) -> m::Interaction {
@@ -132,17 +130,17 @@ fn interaction(i: &p::Interaction) -> m::Interaction {
             m::InteractionKind::Prompt(m::Prompt::new(pr.question.clone(), pr.choices.clone()))
         }
         Some(p::interaction::Kind::Approval(a)) => {
-            let mut approval = m::Approval::default();
-            approval.action_class = m::ActionClass::from_number(a.action_class);
-            approval.binding = a.binding.clone();
-            match &a.target {
-                Some(p::approval::Target::DisplayCategory(c)) => {
-                    approval.display_category = Some(c.clone())
-                }
-                Some(p::approval::Target::Origin(o)) => approval.origin = Some(o.clone()),
-                None => {}
-            }
-            m::InteractionKind::Approval(approval)
+            let (display_category, origin) = match &a.target {
+                Some(p::approval::Target::DisplayCategory(c)) => (Some(c.clone()), None),
+                Some(p::approval::Target::Origin(o)) => (None, Some(o.clone())),
+                None => (None, None),
+            };
+            m::InteractionKind::Approval(m::Approval {
+                action_class: m::ActionClass::from_number(a.action_class),
+                display_category,
+                origin,
+                binding: a.binding.clone(),
+            })
         }
         None => m::InteractionKind::Unknown,
     };

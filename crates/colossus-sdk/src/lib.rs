@@ -17,7 +17,7 @@ mod error;
 mod grpc;
 pub mod model;
 pub mod options;
-mod placement;
+pub mod placement;
 mod proto;
 pub mod reasons;
 mod retry;

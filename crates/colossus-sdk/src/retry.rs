@@ -46,10 +46,8 @@ impl Backoff {
             now
         });
         let elapsed = now.saturating_duration_since(started);
-        if let Some(max) = self.policy.max_elapsed() {
-            if elapsed >= max {
-                return None;
-            }
+        if self.policy.max_elapsed().is_some_and(|max| elapsed >= max) {
+            return None;
         }
         if reached_worker && self.attempt + 1 >= self.policy.max_attempts() {
             return None;

@@ -109,10 +109,10 @@ fn ambiguous_for_mutations(code: Code) -> bool {
 fn connection_refused(status: &tonic::Status) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
     while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return true;
-            }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
         }
         source = e.source();
     }
@@ -137,15 +137,15 @@ fn details(raw: &[u8]) -> Details {
     for any in &status.details {
         match any.type_url.as_str() {
             ERROR_INFO_TYPE if out.reason.is_none() => {
-                if let Ok(info) = ErrorInfo::decode(any.value.as_slice()) {
-                    if info.domain == ERROR_DOMAIN {
-                        let reason = info
-                            .reason
-                            .strip_prefix("ERROR_REASON_")
-                            .unwrap_or(&info.reason);
-                        out.reason = Some(reason.to_owned());
-                        out.metadata = info.metadata;
-                    }
+                if let Ok(info) = ErrorInfo::decode(any.value.as_slice())
+                    && info.domain == ERROR_DOMAIN
+                {
+                    let reason = info
+                        .reason
+                        .strip_prefix("ERROR_REASON_")
+                        .unwrap_or(&info.reason);
+                    out.reason = Some(reason.to_owned());
+                    out.metadata = info.metadata;
                 }
             }
             RETRY_INFO_TYPE => {

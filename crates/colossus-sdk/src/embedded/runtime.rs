@@ -16,9 +16,9 @@ use crate::backend::{Backend, BoxFuture, BoxStream, WatchedEvent};
 use crate::model::{
     ActionClass, Answer, Approval, ApprovalDecision, Artifact, ArtifactManifest, CreateRunRequest,
     CreateRunResult, DeploymentMode, DownloadPart, EventPayload, InputPart, Interaction,
-    InteractionKind, InteractionOutcome, ListRunsQuery, PlanResult, PlanStatus, Prompt, Run,
-    RunEvent, RunFailure, RunMode, RunPage, RunResult, RunStatus, ServerInfo, ToolActivityPhase,
-    capabilities,
+    InteractionKind, InteractionOutcome, Limits, ListRunsQuery, PlanResult, PlanStatus, Prompt,
+    Run, RunEvent, RunFailure, RunMode, RunPage, RunResult, RunStatus, ServerInfo,
+    ToolActivityPhase, capabilities,
 };
 use crate::{Code, Error, Kind, Result, reasons};
 
@@ -157,22 +157,26 @@ impl EmbeddedRuntimeBuilder {
 
     /// The runtime.
     pub fn build(self) -> EmbeddedRuntime {
-        let mut info = ServerInfo::default();
-        info.instance_id = "embedded".into();
-        info.api_package = "colossus.api.v1alpha1".into();
-        info.api_version = "v1alpha1".into();
-        info.api_major = 1;
-        info.deployment_mode = DeploymentMode::Unspecified;
-        info.capabilities = self.capabilities;
-        info.server_version = concat!("colossus-sdk-embedded/", env!("CARGO_PKG_VERSION")).into();
-        info.limits.max_turns = self.max_turns;
-        info.limits.default_max_turns = 20;
-        info.limits.max_input_parts = 16;
-        info.limits.max_input_bytes = 1 << 20;
-        info.limits.max_list_page_size = 100;
-        info.limits.max_list_status_filters = 9;
-        info.limits.max_artifact_bytes = 16 << 20;
-        info.limits.max_artifact_chunk_bytes = DOWNLOAD_CHUNK as u32;
+        let info = ServerInfo {
+            instance_id: "embedded".into(),
+            api_package: "colossus.api.v1alpha1".into(),
+            api_version: "v1alpha1".into(),
+            api_major: 1,
+            deployment_mode: DeploymentMode::Unspecified,
+            capabilities: self.capabilities,
+            server_version: concat!("colossus-sdk-embedded/", env!("CARGO_PKG_VERSION")).into(),
+            limits: Limits {
+                max_turns: self.max_turns,
+                default_max_turns: 20,
+                max_input_parts: 16,
+                max_input_bytes: 1 << 20,
+                max_list_page_size: 100,
+                max_list_status_filters: 9,
+                max_artifact_bytes: 16 << 20,
+                max_artifact_chunk_bytes: DOWNLOAD_CHUNK as u32,
+                ..Limits::default()
+            },
+        };
         EmbeddedRuntime {
             inner: Arc::new(Inner {
                 info,
