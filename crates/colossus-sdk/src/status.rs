@@ -162,8 +162,30 @@ fn details(raw: &[u8]) -> Details {
     out
 }
 
+/// A trust refusal recorded by the pinned connector when the channel reconnected (into
+/// another listener, say), found in the status's source chain: nothing was sent, and it
+/// is never reported as a plain transport failure.
+fn trust_refusal(status: &tonic::Status) -> Option<Error> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(cur) = next {
+        if let Some(found) = cur.downcast_ref::<Error>() {
+            return found.is(Kind::Trust).then(|| {
+                Error::local(found.kind(), found.reason().unwrap_or(""), found.message())
+            });
+        }
+        next = cur.source();
+    }
+    None
+}
+
 /// Maps one failed call; `idempotency_key` is the create's key (also set on the error).
 pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Option<&str>) -> Error {
+    if let Some(refusal) = trust_refusal(status) {
+        return match idempotency_key {
+            Some(key) => refusal.with_idempotency_key(key),
+            None => refusal,
+        };
+    }
     let code = code(status.code());
     if (code == Code::OutOfRange || code == Code::ResourceExhausted)
         && status.message().contains("message length too large")
@@ -297,6 +319,20 @@ mod tests {
             None,
         );
         assert!(definite.is(Kind::InvalidArgument));
+    }
+
+    #[test]
+    fn a_trust_refusal_in_the_chain_is_reported_as_such() {
+        let refusal = Error::local(
+            Kind::PinMismatch,
+            reasons::PIN_MISMATCH,
+            "another certificate",
+        );
+        let s = tonic::Status::from_error(Box::new(refusal));
+        let err = map(&s, CallKind::Mutation, Some("k"));
+        assert!(err.is(Kind::PinMismatch), "{err}");
+        assert_eq!(err.reason(), Some(reasons::PIN_MISMATCH));
+        assert_eq!(err.idempotency_key(), Some("k"));
     }
 
     #[test]
