@@ -166,7 +166,7 @@ impl Client {
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
-            if !err.is_retryable() {
+            if !err.is_retryable_read() {
                 return Err(err);
             }
             let reached = err.reason() != Some(reasons::UNREACHABLE);

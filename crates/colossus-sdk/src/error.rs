@@ -335,9 +335,19 @@ impl Error {
         self.inner.retry_delay
     }
 
-    /// Whether a read failing with this error may be retried: an `UNAVAILABLE` transport
-    /// failure. Mutations are never retried by the SDK (S2).
+    /// Whether sending the same request again may succeed and repeats no effect: a read
+    /// that failed with `UNAVAILABLE`, or a create refused under the worker's create rate
+    /// limit (`CREATE_RATE_LIMIT`: nothing was created, so the same request with the same
+    /// idempotency key is safe after [`retry_delay`](Self::retry_delay)). The SDK itself
+    /// retries only the first, and never a mutation (S2).
     pub fn is_retryable(&self) -> bool {
+        self.is_retryable_read()
+            || (self.inner.code == Some(Code::ResourceExhausted)
+                && self.reason() == Some(crate::reasons::CREATE_RATE_LIMIT))
+    }
+
+    /// The SDK's own rule for retrying reads and reconnecting watches: `UNAVAILABLE` only.
+    pub(crate) fn is_retryable_read(&self) -> bool {
         self.inner.code == Some(Code::Unavailable) && self.is(Kind::Transport)
     }
 }
@@ -450,5 +460,12 @@ mod tests {
             "busy",
         );
         assert!(!refused.is_retryable());
+        let rate_limited = Error::status(
+            Kind::ResourceExhausted,
+            Code::ResourceExhausted,
+            Some(reasons::CREATE_RATE_LIMIT.into()),
+            "slow down",
+        );
+        assert!(rate_limited.is_retryable() && !rate_limited.is_retryable_read());
     }
 }

@@ -384,7 +384,7 @@ async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked()
         ..Script::default()
     };
     let options = ClientOptions::builder()
-        .retry_rate_limited_creates(true)
+        .rate_limit_retries(1)
         .build()
         .unwrap();
     let (client, fake) = start(script, ServerInfo::default(), options).await;

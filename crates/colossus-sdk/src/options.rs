@@ -21,6 +21,9 @@ pub const DEFAULT_REPLAY_WINDOW_EVENTS: usize = 1024;
 /// How many bytes (encoded size) of delivered events a watch remembers, at most.
 pub const DEFAULT_REPLAY_WINDOW_BYTES: usize = 8 << 20;
 
+/// The most [`ClientOptions::rate_limit_retries`] accepts.
+pub const MAX_RATE_LIMIT_RETRIES: u32 = 10;
+
 /// Bounds the automatic retries of reads and the reconnects of a watch.
 ///
 /// Only `UNAVAILABLE` is retried, and only for reads (GetServerInfo, GetRun, ListRuns,
@@ -197,7 +200,7 @@ pub struct ClientOptions {
     replay_window_events: usize,
     replay_window_bytes: usize,
     watch_idle_timeout: Option<Duration>,
-    retry_rate_limited_creates: bool,
+    rate_limit_retries: u32,
 }
 
 impl Default for ClientOptions {
@@ -210,7 +213,7 @@ impl Default for ClientOptions {
             replay_window_events: DEFAULT_REPLAY_WINDOW_EVENTS,
             replay_window_bytes: DEFAULT_REPLAY_WINDOW_BYTES,
             watch_idle_timeout: None,
-            retry_rate_limited_creates: false,
+            rate_limit_retries: 0,
         }
     }
 }
@@ -260,10 +263,12 @@ impl ClientOptions {
         self.watch_idle_timeout
     }
 
-    /// Whether a create refused with `CREATE_RATE_LIMIT` is sent again with the same
-    /// idempotency key after the worker's `retry_delay` (default `false`).
-    pub fn retry_rate_limited_creates(&self) -> bool {
-        self.retry_rate_limited_creates
+    /// How many times a create refused with `CREATE_RATE_LIMIT` (nothing was created) is
+    /// sent again, with the same idempotency key, after the worker's `retry_delay` (or one
+    /// refill period of the slower advertised create bucket when it named none). 0 to
+    /// [`MAX_RATE_LIMIT_RETRIES`]; default 0. No other refusal is ever retried.
+    pub fn rate_limit_retries(&self) -> u32 {
+        self.rate_limit_retries
     }
 }
 
@@ -316,9 +321,9 @@ impl ClientOptionsBuilder {
         self
     }
 
-    /// See [`ClientOptions::retry_rate_limited_creates`].
-    pub fn retry_rate_limited_creates(mut self, on: bool) -> Self {
-        self.options.retry_rate_limited_creates = on;
+    /// See [`ClientOptions::rate_limit_retries`].
+    pub fn rate_limit_retries(mut self, n: u32) -> Self {
+        self.options.rate_limit_retries = n;
         self
     }
 
@@ -330,6 +335,9 @@ impl ClientOptionsBuilder {
         }
         if o.max_response_bytes == 0 || o.max_response_bytes > DEFAULT_MAX_RESPONSE_BYTES {
             o.max_response_bytes = DEFAULT_MAX_RESPONSE_BYTES;
+        }
+        if o.rate_limit_retries > MAX_RATE_LIMIT_RETRIES {
+            return Err(invalid("rate_limit_retries", "must be between 0 and 10"));
         }
         if o.replay_window_events == 0 {
             return Err(invalid("replay_window_events", "must be at least 1"));

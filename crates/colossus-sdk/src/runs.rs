@@ -1,15 +1,15 @@
 //! [`Runs`]: create, read, list, watch, cancel and answer runs.
 
-use std::time::Instant;
 
 use futures_util::{StreamExt, stream};
 
 use crate::backend::BoxStream;
 use crate::checks;
 use crate::client::Client;
-use crate::model::{Answer, CreateRunRequest, CreateRunResult, ListRunsQuery, Run, RunPage};
+use crate::model::{
+    Answer, CreateRunRequest, CreateRunResult, ListRunsQuery, Run, RunPage, ServerInfo,
+};
 use crate::options::RetryPolicy;
-use crate::retry::Backoff;
 use crate::watch::stream::Watch;
 use crate::{Error, Kind, Result, reasons};
 
@@ -29,9 +29,9 @@ impl<'c> Runs<'c> {
     /// Starts a run (scope `runs:execute`). The request's idempotency key is on the
     /// result and on every error: after [`Kind::OutcomeUnknown`], sending the same request
     /// again returns the run it may have created. With
-    /// [`ClientOptions::retry_rate_limited_creates`](crate::options::ClientOptions::retry_rate_limited_creates)
+    /// [`ClientOptions::rate_limit_retries`](crate::options::ClientOptions::rate_limit_retries)
     /// a `CREATE_RATE_LIMIT` refusal is sent again, with the same key, after the worker's
-    /// `retry_delay`, under the retry policy's budgets.
+    /// `retry_delay`; no other failure is ever retried.
     ///
     /// Refused before sending ([`Kind::CapabilityMissing`]) when it needs a capability
     /// the worker does not advertise: a plan action (`plans.continue`), an artifact part
@@ -48,7 +48,7 @@ impl<'c> Runs<'c> {
         let backend = self.client.backend().map_err(keyed)?;
         let info = self.client.server_info().await.map_err(keyed)?;
         checks::check_create(&request, &info).map_err(keyed)?;
-        let mut budget = Backoff::new(*self.client.options().retry());
+        let mut retries_left = self.client.options().rate_limit_retries();
         loop {
             let result = self
                 .client
@@ -59,14 +59,9 @@ impl<'c> Runs<'c> {
                     created.idempotency_key = key;
                     return Ok(created);
                 }
-                Err(e)
-                    if self.client.options().retry_rate_limited_creates()
-                        && e.reason() == Some(reasons::CREATE_RATE_LIMIT) =>
-                {
-                    let Some(backoff) = budget.next(true, Instant::now()) else {
-                        return Err(e);
-                    };
-                    let delay = e.retry_delay().unwrap_or(backoff);
+                Err(e) if retries_left > 0 && e.is_retryable() && !e.is_retryable_read() => {
+                    retries_left -= 1;
+                    let delay = rate_limit_delay(&e, &info);
                     tracing::info!(
                         ?delay,
                         "create rate-limited; sending it again with the same key"
@@ -210,13 +205,24 @@ impl<'c> Runs<'c> {
         Watch::new(self.client.clone(), run_id, after_sequence)
     }
 
-    /// Follows the run to its end and returns its final state.
+    /// The run once it has ended (its status and result). An ended run is read once;
+    /// otherwise the run is watched from its current sequence, with every rule of
+    /// [`Watch`], and the run the watch's closing GetRun confirmed is returned. A run
+    /// waiting for an answer keeps `wait` waiting: bound it with a timeout, or set
+    /// [`watch_idle_timeout`](crate::options::ClientOptions::watch_idle_timeout).
     pub async fn wait(&self, run_id: &str) -> Result<Run> {
-        let mut watch = self.watch(run_id);
+        let run = self.get(run_id).await?;
+        if run.status.is_terminal() {
+            return Ok(run);
+        }
+        let mut watch = self.watch_after(run_id, run.last_sequence);
         while let Some(event) = watch.next().await {
             event?;
         }
-        self.get(run_id).await
+        match watch.final_run() {
+            Some(run) => Ok(run),
+            None => self.get(run_id).await,
+        }
     }
 
     /// Only the run's output text, piece by piece, from the start.
@@ -227,5 +233,25 @@ impl<'c> Runs<'c> {
                 Err(e) => Some(Err(e)),
             }
         }))
+    }
+}
+
+/// How long to wait before sending a rate-limited create again: the worker's
+/// `RetryInfo`, else one refill period of the slower advertised create bucket, else 1 s.
+fn rate_limit_delay(err: &Error, info: &ServerInfo) -> std::time::Duration {
+    if let Some(delay) = err.retry_delay().filter(|d| !d.is_zero()) {
+        return delay;
+    }
+    let l = &info.limits;
+    let slowest = [
+        l.create_rate.refill_per_second,
+        l.create_rate_per_application.refill_per_second,
+    ]
+    .into_iter()
+    .filter(|r| *r > 0)
+    .min();
+    match slowest {
+        Some(r) => std::time::Duration::from_secs(1) / r,
+        None => std::time::Duration::from_secs(1),
     }
 }

@@ -13,7 +13,7 @@ use super::core::{CloseAction, Verdict, WatchCore};
 use crate::backend::{BoxStream, WatchedEvent};
 use crate::checks;
 use crate::client::Client;
-use crate::model::RunEvent;
+use crate::model::{Run, RunEvent};
 use crate::{Error, Kind, Result, reasons};
 
 /// What keeping an event in the replay window costs beyond its encoding.
@@ -26,6 +26,7 @@ struct Progress {
     last: AtomicU64,
     reconnects: AtomicU64,
     completed: AtomicBool,
+    final_run: Mutex<Option<Run>>,
     on_reconnect: Mutex<Option<ReconnectHook>>,
 }
 
@@ -148,6 +149,16 @@ impl Watch {
     /// Whether the watch proved it saw the whole run.
     pub fn is_complete(&self) -> bool {
         self.progress.completed.load(Ordering::SeqCst)
+    }
+
+    /// The run the closing GetRun confirmed terminal at the last delivered sequence,
+    /// once the watch is complete.
+    pub fn final_run(&self) -> Option<Run> {
+        self.progress
+            .final_run
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Calls `hook` before each reconnect (after the delay is chosen, before it is
@@ -277,7 +288,7 @@ impl Driver {
 
     /// Reconnects after an explicitly retryable failure, or fails with it.
     async fn after_failure(&mut self, err: Error) -> Result<()> {
-        if !err.is_retryable() {
+        if !err.is_retryable_read() {
             return Err(err);
         }
         let reached = err.reason() != Some(reasons::UNREACHABLE);
@@ -296,6 +307,11 @@ impl Driver {
         let run = self.client.runs().get(self.core.run_id()).await?;
         match self.core.on_clean_close(&run)? {
             CloseAction::Complete => {
+                *self
+                    .progress
+                    .final_run
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(run);
                 self.progress.completed.store(true, Ordering::SeqCst);
                 Ok(true)
             }
