@@ -6,7 +6,7 @@ import type * as m from "./models.js";
 import { isTerminalStatus } from "./models.js";
 import { TextStream, waitForEnd, type WaitOptions } from "./outcome.js";
 import { checkRateLimitRetries, rateLimitDelayMs, type RateLimitRetryOptions } from "./rate-limit.js";
-import { sleep, type ResolvedRetryPolicy } from "./retry.js";
+import { resolveRetryPolicy, sleep, type ResolvedRetryPolicy } from "./retry.js";
 import { RunPager } from "./pagination.js";
 import {
   buildCancelRun,
@@ -102,8 +102,12 @@ export class Runs {
     checkId(runId, "run_id");
     const after = options.afterSequence ?? 0;
     if (!Number.isSafeInteger(after) || after < 0) {
-      throw invalidArgument("afterSequence must be a non-negative integer", "after_sequence");
+      throw invalidArgument(
+        `afterSequence must be an integer from 0 to ${Number.MAX_SAFE_INTEGER} (2^53 - 1, the largest sequence this SDK carries exactly)`,
+        "after_sequence",
+      );
     }
+    if (options.retry !== undefined) resolveRetryPolicy(options.retry, "retry");
     if (options.idleTimeoutMs !== undefined && !(options.idleTimeoutMs > 0)) {
       throw invalidArgument("idleTimeoutMs must be a positive number of milliseconds", "idle_timeout");
     }

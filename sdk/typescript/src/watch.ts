@@ -13,7 +13,7 @@ import { RunEventSchema, type RunEvent as PbRunEvent } from "./gen/colossus/api/
 import type * as m from "./models.js";
 import type { RunEvent } from "./models.js";
 import { buildWatchRun } from "./requests.js";
-import { sleep, type ResolvedRetryPolicy } from "./retry.js";
+import { resolveRetryPolicy, sleep, type ResolvedRetryPolicy, type RetryPolicy } from "./retry.js";
 import { WatchCore, type ReplayWindow, type Resume } from "./watch-core.js";
 
 /** Passed to `onReconnect` before each reconnect. */
@@ -39,8 +39,11 @@ export interface WatchOptions {
   readonly onReconnect?: (info: ReconnectInfo) => void;
   /** Fail with `WatchIdleTimeoutError` when no event arrives for this long, in milliseconds. */
   readonly idleTimeoutMs?: number;
-  /** Overrides the client's retry policy for reconnects. */
-  readonly retry?: ResolvedRetryPolicy;
+  /**
+   * Overrides the client's retry policy for reconnects. Any subset of fields: those left
+   * out take the documented defaults (`DEFAULT_RETRY_POLICY`), as for the client's `retry`.
+   */
+  readonly retry?: RetryPolicy;
   /** Overrides the replay window bounds. */
   readonly replayWindow?: ReplayWindow;
 }
@@ -93,7 +96,7 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
     this.core = new WatchCore<PbRunEvent>(
       runId,
       options.afterSequence ?? 0,
-      options.retry ?? policy,
+      options.retry === undefined ? policy : resolveRetryPolicy(options.retry, "retry"),
       (a, b) => equals(RunEventSchema, a, b),
       options.replayWindow,
     );

@@ -147,6 +147,28 @@ describe("runs.watch against a scripted worker", () => {
     assert.equal(worker.watchCursors.length, 3);
   });
 
+  it("takes a partly filled retry policy per watch; the fields left out keep their defaults", async () => {
+    const { client, worker } = await connect({
+      watches: [{ events: [], end: Code.Unavailable }, { events: [], end: Code.Unavailable }, { events: [], end: Code.Unavailable }],
+    });
+    // Only maxAttempts (issue 26): before, a watch's retry needed all five fields.
+    const { error } = await collect(client.runs.watch(RUN, { retry: { maxAttempts: 2, initialBackoffMs: 1 } }));
+    assert.ok(error instanceof TransportError && error.code === "UNAVAILABLE");
+    assert.equal(worker.watchCursors.length, 2);
+    assert.throws(() => client.runs.watch(RUN, { retry: { multiplier: 0.5 } }), /multiplier/);
+  });
+
+  it("states the range of afterSequence when refusing one", async () => {
+    const { client } = await connect({ watches: [] });
+    for (const bad of [-1, 2 ** 53, 1.5]) {
+      assert.throws(
+        () => client.runs.watch(RUN, { afterSequence: bad }),
+        (error: unknown) =>
+          error instanceof Error && /from 0 to 9007199254740991/.test(error.message) && (error as { reason?: unknown }).reason === "FIELD_INVALID",
+      );
+    }
+  });
+
   it("times out a silent stream with WatchIdleTimeoutError", async () => {
     const { client } = await connect({ watches: [{ events: [say(RUN, 1, "a")], end: "hang" }] });
     const { events, error } = await collect(client.runs.watch(RUN, { idleTimeoutMs: 200 }));

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync, chmodSync, rmSync, existsSync } from "node:
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { Client, InvalidArgumentError, SidecarError } from "../src/index.js";
+import { Client, InvalidArgumentError, Reason, SidecarError } from "../src/index.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "colossus-ts-sidecar-test-"));
 after(() => {
@@ -50,6 +50,15 @@ describe("sidecar bootstrap", () => {
     assert.deepEqual(Object.keys(request).sort(), ["application_id", "grant", "state_dir", "version"]);
     assert.deepEqual(request["grant"], { scopes: ["runs:read"], roles: ["r1"], tools: [] });
     assert.deepEqual(JSON.parse(readFileSync(path.join(dir, "refuse.argv"), "utf8")), ["--sidecar", "--bootstrap-in-fd", "3", "--bootstrap-out-fd", "4"]);
+  });
+
+  it("names a missing worker program and says how to fix it (same reason in every SDK)", async () => {
+    const error = await start("", { executable: "colossus-no-such-worker-program", extraArgs: [], maxRestarts: 0 });
+    assert.ok(error instanceof SidecarError, String(error));
+    assert.equal(error.reason, Reason.SIDECAR_PROGRAM_NOT_FOUND);
+    assert.equal(error.metadata["program"], "colossus-no-such-worker-program");
+    assert.match(error.message, /colossus-no-such-worker-program.*not found.*install.*executable/s);
+    assert.doesNotMatch(error.message, /^ENOENT|\(ENOENT\)/);
   });
 
   it("treats a closed pipe without a reply as a failure", async () => {
