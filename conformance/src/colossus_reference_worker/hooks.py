@@ -50,7 +50,9 @@ class WorkerHooks:
         """A TCP connection was accepted and its TLS handshake finished or failed.
 
         ``tls_version`` is the negotiated protocol name (``"TLSv1.3"``) or
-        ``None`` when the handshake failed. Called once per connection.
+        ``None`` when the handshake failed. Called once per connection. A connection
+        closed right after its handshake for not negotiating ALPN ``h2`` reports the
+        handshake as finished (it did).
         """
 
     def drop_connection(self) -> bool:

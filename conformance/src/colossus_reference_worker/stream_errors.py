@@ -9,7 +9,8 @@ trailers that break the rules end the call they belong to.
 
 A field value h2 cannot decode as ASCII (grpclib asks for ASCII headers) would
 otherwise escape as an exception that drops the connection; it is refused the
-same way, since no gRPC metadata can carry it.
+same way, since no gRPC metadata can carry it. So is a body that does not match
+its ``content-length`` (8.1.1), which h2 makes a connection error.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from h2.connection import H2Connection
 from h2.errors import ErrorCodes
 from h2.events import RequestReceived, StreamReset, TrailersReceived
-from hyperframe.frame import HeadersFrame
+from h2.exceptions import InvalidBodyLengthError
+from hyperframe.frame import DataFrame, HeadersFrame
 
 from .request_rules import request_problem, trailer_problem
 
@@ -62,3 +64,21 @@ def reset_malformed_requests(connection: H2Connection) -> None:
 
     connection._receive_headers_frame = checked  # type: ignore[method-assign]
     connection._frame_dispatch_table[HeadersFrame] = checked
+
+    receive_data = connection._frame_dispatch_table[DataFrame]
+
+    def counted(frame: DataFrame) -> Any:
+        try:
+            return receive_data(frame)
+        except InvalidBodyLengthError:
+            stream_id = frame.stream_id
+            log.debug("reset stream %d: malformed request (body length is not its "
+                      "content-length)", stream_id)
+            connection.reset_stream(stream_id, ErrorCodes.PROTOCOL_ERROR)
+            # grpclib never sees this data, so the connection's window is given back here.
+            connection.acknowledge_received_data(frame.flow_controlled_length, stream_id)
+            return [], [StreamReset(stream_id=stream_id, error_code=ErrorCodes.PROTOCOL_ERROR,
+                                    remote_reset=False)]
+
+    connection._receive_data_frame = counted  # type: ignore[method-assign]
+    connection._frame_dispatch_table[DataFrame] = counted

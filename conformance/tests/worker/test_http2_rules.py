@@ -8,8 +8,9 @@ what the worker adds of its own and what a client of the worker relies on:
   CONTINUATION frames carry it, and an oversized ``authorization`` is refused at once;
 - a connection that opens no stream within the handshake timeout is closed, and at the
   connection cap the oldest connection without an open stream makes room for a new one;
-- a malformed request is reset with PROTOCOL_ERROR before any handler runs, and the
-  connection carries on; frames of unknown types are ignored.
+- a malformed request (a body that contradicts its content-length included) is reset
+  with PROTOCOL_ERROR before any handler runs, and the connection carries on; frames of
+  unknown types are ignored; a request that is not POST gets 405 with a text body.
 """
 
 from __future__ import annotations
@@ -262,6 +263,18 @@ def test_a_request_missing_a_pseudo_header_is_reset_at_once(make_worker, drop):
         stream_id = _request(client, headers, b"")
         assert client.wait(stream_id, timeout=10).reset_code == PROTOCOL_ERROR
         assert time.monotonic() - started < 1
+    finally:
+        client.close()
+
+
+def test_a_body_that_contradicts_its_content_length_is_reset(make_worker):
+    worker = make_worker()
+    client = RawClient(worker.target, worker.pem, worker.bearers["app1"])
+    try:
+        headers = [*_create_headers(client), ("content-length", "3")]
+        stream_id = _request(client, headers, frame(b""))  # 5 bytes
+        assert client.wait(stream_id, timeout=10).reset_code == PROTOCOL_ERROR
+        assert client.call(SYSTEM, frame(b"")).grpc_status == 0 and not client.goaway
     finally:
         client.close()
 
