@@ -48,6 +48,9 @@ class TextStream:
     delivery rules and errors as :class:`Watch`. Use it as a context manager (or call
     :meth:`close`) to stop early; the run keeps going. Once the iteration ends by itself,
     :attr:`final_run` is the ended run (its status and result).
+
+    Args:
+        watch: the :class:`Watch` it reads (``runs.text_stream`` makes both).
     """
 
     def __init__(self, watch: Watch) -> None:
@@ -93,7 +96,11 @@ class TextStream:
 
 
 class AsyncTextStream:
-    """The asyncio twin of :class:`TextStream`: ``async for text in stream``."""
+    """The asyncio twin of :class:`TextStream`: ``async for text in stream``.
+
+    Args:
+        watch: the :class:`AsyncWatch` it reads (``runs.text_stream`` makes both).
+    """
 
     def __init__(self, watch: AsyncWatch) -> None:
         self._watch = watch

@@ -401,7 +401,7 @@ class Runs:
         """Waits until the run has ended and returns it (status and result).
 
         Reads the run; if it has not ended, watches it from its current sequence to the
-        terminal event, with every guarantee of :meth:`watch` (S1), and returns the run
+        terminal event, with every guarantee of :meth:`watch`, and returns the run
         the watch's closing ``GetRun`` confirmed. A run waiting for an answer keeps this
         call waiting until someone answers (use ``idle_timeout`` to bound the silence).
 
@@ -442,8 +442,23 @@ class Runs:
         """The run's output text as it is released: ``for text in runs.text_stream(id)``.
 
         A :meth:`watch` that yields only the text of :class:`OutputDelta` events, with the
-        same arguments, delivery rules and errors; it ends after the terminal event, when
+        same delivery rules and errors; it ends after the terminal event, when
         ``TextStream.final_run`` holds the ended run.
+
+        Args:
+            run_id: the run to read.
+            after_sequence: yield only the text of events after this sequence (0: all).
+            on_reconnect: as for :meth:`watch`.
+            idle_timeout: as for :meth:`watch`.
+            retry: the reconnect policy; the client's when omitted.
+
+        Returns:
+            A :class:`TextStream`: iterate it for ``str`` pieces.
+
+        Raises:
+            InvalidArgumentError: as for :meth:`watch`, before any request.
+            WatchGapError, ProtocolViolationError, TransportError, WatchIdleTimeoutError,
+            NotFoundError: while iterating, as for :meth:`watch`.
         """
         return TextStream(
             self.watch(
