@@ -11,6 +11,7 @@ pub mod backend;
 mod checks;
 mod client;
 mod convert;
+pub mod credentials;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 mod error;
@@ -23,6 +24,7 @@ pub mod reasons;
 mod retry;
 mod runs;
 mod status;
+mod transport;
 mod trust;
 mod watch;
 

@@ -1,4 +1,8 @@
-//! Where the worker runs: an installed shared daemon, or a private sidecar the SDK starts
-//! and supervises. Each turns its own inputs into a checked [`Target`](crate::transport::Target).
+//! Where the worker runs: an installed shared [daemon](DaemonOptions), or a private
+//! sidecar the SDK starts and supervises. Each turns its own inputs into a checked
+//! connection target.
 
+mod daemon;
 pub(crate) mod sidecar;
+
+pub use daemon::{API_MAJOR, DaemonOptions, DaemonOptionsBuilder};

@@ -21,7 +21,6 @@ pub(crate) const MAX_CERTIFICATE_BYTES: usize = 16 * 1024;
 /// A validated end-entity certificate and its pin.
 #[derive(Clone)]
 pub(crate) struct LeafCertificate {
-    pub(crate) der: Vec<u8>,
     pub(crate) pin: Pin,
 }
 
@@ -47,7 +46,6 @@ pub(crate) fn parse_leaf_certificate(pem: &[u8], host: Option<IpAddr>) -> Result
     validate_leaf_der(&der, host)?;
     Ok(LeafCertificate {
         pin: Pin::of_der(&der),
-        der,
     })
 }
 
