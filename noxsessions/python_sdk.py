@@ -4,8 +4,8 @@
                          reference worker, installed from ./conformance, over real TLS)
     python_sdk_lint      ruff (lint + format check), mypy --strict, and the built sdist and
                          wheel through twine check --strict and check-wheel-contents
-    python_sdk_tox       sdk/python/tox.ini: unit tests on Python 3.10, 3.12 and 3.13 and on
-                         the lowest allowed dependencies (3.11 runs the full suite above)
+    python_sdk_tox       sdk/python/tox.ini: unit tests on Python 3.12 and 3.13 and on the
+                         lowest allowed dependencies on 3.11 (3.11 runs the full suite above)
     python_sdk_examples  runs every script in sdk/python/examples, every Python block of the
                          README and the Python snippet `dev` prints, against the reference worker
     bench_python_sdk     the watch's per-event cost, watch throughput, connect time and RSS
@@ -79,15 +79,15 @@ def python_sdk_lint(session: nox.Session) -> None:
 
 # tox (sdk/python/tox.ini) is the package's own runner; this session drives it for CI.
 # 3.11 is left out: python_sdk_tests runs the full suite on it.
-TOX_ENVS = "py310,py312,py313,min"
+TOX_ENVS = "py312,py313,min"
 
 
 def _pyenv_path() -> str:
-    """PATH with every pyenv-installed CPython 3.10-3.13 in front (when pyenv is there)."""
+    """PATH with every pyenv-installed CPython 3.11-3.13 in front (when pyenv is there)."""
     import os
 
     root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    found = sorted(str(v / "bin") for v in root.glob("3.1[0-3]*") if (v / "bin").is_dir())
+    found = sorted(str(v / "bin") for v in root.glob("3.1[1-3]*") if (v / "bin").is_dir())
     return os.pathsep.join([*found, os.environ.get("PATH", "")])
 
 

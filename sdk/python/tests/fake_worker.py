@@ -69,7 +69,7 @@ def make_leaf(
 ) -> Leaf:
     key = ec.generate_private_key(curve or ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "colossus-test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     builder = (
         x509.CertificateBuilder()
         .subject_name(name)

@@ -567,7 +567,7 @@ class AsyncWatch:
                         if idle:
                             try:
                                 data = await asyncio.wait_for(call.read(), idle)
-                            except asyncio.TimeoutError:
+                            except TimeoutError:
                                 raise WatchIdleTimeoutError(
                                     f"no event for {idle} s", reason="WATCH_IDLE_TIMEOUT"
                                 ) from None

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import pickle
 from collections.abc import Callable
+from datetime import UTC
 
 import pytest
 
@@ -88,7 +89,7 @@ def test_reconcile() -> None:
 
 
 def test_event_time_is_exact_and_utc() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from fake_worker import output_event
 
@@ -96,7 +97,7 @@ def test_event_time_is_exact_and_utc() -> None:
     assert _convert.run_event(pb).event_time is None
     pb.event_time.seconds, pb.event_time.nanos = 1_795_993_195, 257_167_999
     event = _convert.run_event(pb)
-    assert event.event_time == datetime(2026, 11, 29, 22, 59, 55, 257167, tzinfo=timezone.utc)
+    assert event.event_time == datetime(2026, 11, 29, 22, 59, 55, 257167, tzinfo=UTC)
     assert event.event_time_us == 1_795_993_195_257_167
 
 
