@@ -37,7 +37,10 @@ type Artifacts struct{ c *Client }
 // Upload stores data once (scope artifacts:write); it is never retried. The manifest
 // binds the upload to the data's size and SHA-256, and the stored artifact must echo both.
 func (a *Artifacts) Upload(ctx context.Context, data []byte, mediaType string, opts ...CallOption) (*Artifact, error) {
-	cfg := collect(opts)
+	cfg, err := collectFor("Artifacts.Upload", opts, "WithTimeout", "WithDisplayName")
+	if err != nil {
+		return nil, err
+	}
 	s, err := a.c.session(ctx)
 	if err != nil {
 		return nil, err
@@ -94,7 +97,10 @@ func (a *Artifacts) Download(ctx context.Context, artifactID string, opts ...Cal
 	if err := checkID(artifactID, "artifact_id"); err != nil {
 		return nil, err
 	}
-	cfg := collect(opts)
+	cfg, err := collectFor("Artifacts.Download", opts, "WithTimeout", "WithRetry")
+	if err != nil {
+		return nil, err
+	}
 	return retryRead(ctx, a.c, "DownloadArtifact", a.c.opts.retryFor(cfg), func(ctx context.Context) (*DownloadedArtifact, error) {
 		s, err := a.c.session(ctx)
 		if err != nil {

@@ -1,6 +1,7 @@
 package colossus
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -17,8 +18,34 @@ func TestDefaultRetryMatchesTheOtherSDKs(t *testing.T) {
 	if got := (ClientOptions{}).retry(); got != want {
 		t.Fatalf("the zero ClientOptions retry with %+v, want %+v", got, want)
 	}
-	if got := (ClientOptions{}).retryFor(collect([]CallOption{WithRetry(NoRetry)})); got != NoRetry {
+	if got := (ClientOptions{}).retryFor(collect([]CallOption{WithRetry(NoRetry)})); got.MaxAttempts != 1 || got != NoRetry.orDefault() {
 		t.Fatalf("WithRetry(NoRetry) gave %+v", got)
+	}
+}
+
+// A partly filled policy is accepted; the fields left at zero take the defaults (issue 26:
+// RetryPolicy{MaxAttempts: 3} was refused at connect, its Multiplier being 0).
+func TestPartlyFilledRetryPolicyTakesTheDefaults(t *testing.T) {
+	only := RetryPolicy{MaxAttempts: 3}
+	if err := (ClientOptions{Retry: only}).validate(); err != nil {
+		t.Fatalf("RetryPolicy{MaxAttempts: 3} refused: %v", err)
+	}
+	want := DefaultRetry
+	want.MaxAttempts = 3
+	if got := (ClientOptions{Retry: only}).retry(); got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if got := (RetryPolicy{MaxElapsed: NoElapsedLimit}).orDefault(); got.MaxElapsed != NoElapsedLimit {
+		t.Fatalf("NoElapsedLimit became %v", got.MaxElapsed)
+	}
+	b := newBackoff(RetryPolicy{MaxAttempts: 2, MaxElapsed: NoElapsedLimit}.orDefault(), (&fakeClock{}).now)
+	if _, _, ok := b.next(true); !ok {
+		t.Fatal("no retry left within NoElapsedLimit")
+	}
+	for _, bad := range []RetryPolicy{{MaxAttempts: -1}, {Multiplier: 0.5}, {InitialBackoff: -time.Second}, {MaxElapsed: -2}} {
+		if err := bad.validate("Retry"); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("%+v accepted: %v", bad, err)
+		}
 	}
 }
 

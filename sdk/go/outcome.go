@@ -15,7 +15,10 @@ import (
 // [WithIdleTimeout], [WithOnReconnect] and [WithProgress] to the watch. A run waiting for
 // an answer keeps Wait waiting: bound it with ctx or [WithIdleTimeout].
 func (r *Runs) Wait(ctx context.Context, runID string, opts ...CallOption) (*Run, error) {
-	cfg := collect(opts)
+	cfg, err := collectFor("Runs.Wait", opts, "WithTimeout", "WithRetry", "WithIdleTimeout", "WithOnReconnect", "WithProgress")
+	if err != nil {
+		return nil, err
+	}
 	var readOpts []CallOption
 	if cfg.timeout != nil {
 		readOpts = append(readOpts, WithTimeout(*cfg.timeout))
@@ -34,7 +37,17 @@ func (r *Runs) Wait(ctx context.Context, runID string, opts ...CallOption) (*Run
 	if progress == nil {
 		progress = &WatchProgress{}
 	}
-	watchOpts := append(append([]CallOption{}, opts...), WithAfterSequence(run.LastSequence), WithProgress(progress))
+	// The watch takes the same options but the read's deadline (WithTimeout).
+	watchOpts := []CallOption{WithAfterSequence(run.LastSequence), WithProgress(progress)}
+	if cfg.retry != nil {
+		watchOpts = append(watchOpts, WithRetry(*cfg.retry))
+	}
+	if cfg.idleTimeout != 0 {
+		watchOpts = append(watchOpts, WithIdleTimeout(cfg.idleTimeout))
+	}
+	if cfg.onReconnect != nil {
+		watchOpts = append(watchOpts, WithOnReconnect(cfg.onReconnect))
+	}
 	for _, err := range r.Watch(ctx, runID, watchOpts...) {
 		if err != nil {
 			return nil, err

@@ -14,7 +14,7 @@ const maxRateLimitRetries = 10
 // refill period of the slower advertised bucket when the worker named none). A refused
 // create created nothing, so the retry is safe. Default 0: the refusal is returned.
 func WithRateLimitRetries(n int) CallOption {
-	return func(c *callConfig) { c.rateLimitRetries = &n }
+	return func(c *callConfig) { c.mark("WithRateLimitRetries"); c.rateLimitRetries = &n }
 }
 
 func rateLimitRetries(cfg *callConfig) (int, error) {

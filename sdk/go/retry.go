@@ -16,8 +16,10 @@ import (
 // time, so a restart of a few seconds ends neither a read nor a watch. Each delay is
 // "full jitter": uniform between zero and the current ceiling.
 //
-// The zero value means [DefaultRetry]; the fields and defaults match the Python
-// (RetryPolicy) and TypeScript (RetryPolicy) SDKs one for one.
+// Any subset of fields may be set: a field left at zero takes its default (so the zero
+// value is [DefaultRetry], and RetryPolicy{MaxAttempts: 3} is the default with three
+// attempts). The fields and defaults match the Python (RetryPolicy) and TypeScript
+// (RetryPolicy) SDKs one for one.
 type RetryPolicy struct {
 	// MaxAttempts is the number of calls of one read, the first included (1 disables
 	// retries); for a watch, the stream attempts in a row without a newly delivered
@@ -29,10 +31,14 @@ type RetryPolicy struct {
 	MaxBackoff time.Duration
 	// Multiplier grows the ceiling per attempt (at least 1). Default 2.
 	Multiplier float64
-	// MaxElapsed is the elapsed-time budget, counted from the first failure; 0 means no
-	// time limit beyond MaxAttempts. Default 30 s.
+	// MaxElapsed is the elapsed-time budget, counted from the first failure. Default 30 s
+	// (also when 0); [NoElapsedLimit] leaves MaxAttempts as the only bound.
 	MaxElapsed time.Duration
 }
+
+// NoElapsedLimit as RetryPolicy.MaxElapsed turns the elapsed-time budget off (Python's
+// max_elapsed=None): only MaxAttempts bounds the retries.
+const NoElapsedLimit time.Duration = -1
 
 // DefaultRetry is the policy of reads and watch reconnects when ClientOptions.Retry is
 // the zero value: 5 attempts within 30 s, delays from 100 ms doubling up to 5 s.
@@ -46,26 +52,39 @@ var NoRetry = RetryPolicy{MaxAttempts: 1, Multiplier: 1}
 // retries spend no attempt, so they poll at most once a second until it is back.
 const unreachableCeiling = time.Second
 
+// validate checks the fields that are set (a zero field takes its default).
 func (p RetryPolicy) validate(name string) error {
-	if p == (RetryPolicy{}) {
-		return nil
+	if p.MaxAttempts < 0 {
+		return invalidField(name, "%s.MaxAttempts must be at least 1 (1 disables retries; 0 takes the default)", name)
 	}
-	if p.MaxAttempts < 1 {
-		return invalidField(name, "%s.MaxAttempts must be at least 1 (1 disables retries)", name)
+	if p.InitialBackoff < 0 || p.MaxBackoff < 0 || (p.MaxElapsed < 0 && p.MaxElapsed != NoElapsedLimit) {
+		return invalidField(name, "%s durations must not be negative (MaxElapsed: NoElapsedLimit for none)", name)
 	}
-	if p.InitialBackoff < 0 || p.MaxBackoff < 0 || p.MaxElapsed < 0 {
-		return invalidField(name, "%s durations must not be negative", name)
-	}
-	if p.Multiplier < 1 {
-		return invalidField(name, "%s.Multiplier must be at least 1", name)
+	if p.Multiplier != 0 && p.Multiplier < 1 {
+		return invalidField(name, "%s.Multiplier must be at least 1 (0 takes the default)", name)
 	}
 	return nil
 }
 
-// orDefault returns p, or DefaultRetry for the zero value.
-func (p RetryPolicy) orDefault() RetryPolicy {
-	if p == (RetryPolicy{}) {
-		return DefaultRetry
+// orDefault returns p with every zero field replaced by DefaultRetry's.
+func (p RetryPolicy) orDefault() RetryPolicy { return p.withDefaults(DefaultRetry) }
+
+// withDefaults returns p with every zero field replaced by d's.
+func (p RetryPolicy) withDefaults(d RetryPolicy) RetryPolicy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = d.MaxAttempts
+	}
+	if p.InitialBackoff == 0 {
+		p.InitialBackoff = d.InitialBackoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = d.MaxBackoff
+	}
+	if p.Multiplier == 0 {
+		p.Multiplier = d.Multiplier
+	}
+	if p.MaxElapsed == 0 {
+		p.MaxElapsed = d.MaxElapsed
 	}
 	return p
 }

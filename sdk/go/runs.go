@@ -19,7 +19,11 @@ type Runs struct{ c *Client }
 // the result and on every error, so after [ErrOutcomeUnknown] the same call with
 // WithIdempotencyKey(err.IdempotencyKey) safely returns the run it may have created.
 func (r *Runs) Create(ctx context.Context, input []InputPart, opts ...CallOption) (*CreateRunResult, error) {
-	cfg := collect(opts)
+	cfg, err := collectFor("Runs.Create", opts, "WithTimeout", "WithIdempotencyKey", "WithMode", "WithRole", "WithMaxTurns", "WithSessionID", "WithEndUserID",
+		"WithTraceContext", "WithPlanAction", "WithResearch", "WithRateLimitRetries")
+	if err != nil {
+		return nil, err
+	}
 	key := newIdempotencyKey()
 	if cfg.idempotencyKey != nil {
 		key = *cfg.idempotencyKey
@@ -84,7 +88,10 @@ func (r *Runs) Get(ctx context.Context, runID string, opts ...CallOption) (*Run,
 	if err := checkID(runID, "run_id"); err != nil {
 		return nil, err
 	}
-	cfg := collect(opts)
+	cfg, err := collectFor("Runs.Get", opts, "WithTimeout", "WithRetry")
+	if err != nil {
+		return nil, err
+	}
 	return retryRead(ctx, r.c, "GetRun", r.c.opts.retryFor(cfg), func(ctx context.Context) (*Run, error) {
 		s, err := r.c.session(ctx)
 		if err != nil {
@@ -108,7 +115,10 @@ func (r *Runs) Cancel(ctx context.Context, runID string, opts ...CallOption) (*R
 	if err := checkID(runID, "run_id"); err != nil {
 		return nil, err
 	}
-	cfg := collect(opts)
+	cfg, err := collectFor("Runs.Cancel", opts, "WithTimeout")
+	if err != nil {
+		return nil, err
+	}
 	s, err := r.c.session(ctx)
 	if err != nil {
 		return nil, err
@@ -127,7 +137,10 @@ func (r *Runs) Cancel(ctx context.Context, runID string, opts ...CallOption) (*R
 // Respond answers a pending interaction: a [PromptAnswer] (scope prompts:respond) or an
 // [ApprovalAnswer] (scope approvals:respond). Never retried.
 func (r *Runs) Respond(ctx context.Context, runID, interactionID string, answer Answer, opts ...CallOption) (*Run, error) {
-	cfg := collect(opts)
+	cfg, err := collectFor("Runs.Respond", opts, "WithTimeout")
+	if err != nil {
+		return nil, err
+	}
 	s, err := r.c.session(ctx)
 	if err != nil {
 		return nil, err
@@ -149,7 +162,10 @@ func (r *Runs) Respond(ctx context.Context, runID, interactionID string, answer 
 // ListPage fetches one page of this application's runs, newest first (scope runs:read).
 // Pass [WithPageToken] with a previous page's NextPageToken to resume.
 func (r *Runs) ListPage(ctx context.Context, opts ...CallOption) (*RunPage, error) {
-	cfg := collect(opts)
+	cfg, err := collectFor("Runs.ListPage", opts, "WithTimeout", "WithRetry", "WithStatuses", "WithPageSize", "WithPageToken")
+	if err != nil {
+		return nil, err
+	}
 	return retryRead(ctx, r.c, "ListRuns", r.c.opts.retryFor(cfg), func(ctx context.Context) (*RunPage, error) {
 		s, err := r.c.session(ctx)
 		if err != nil {
@@ -178,7 +194,12 @@ func (r *Runs) ListPage(ctx context.Context, opts ...CallOption) (*RunPage, erro
 // [ErrProtocolViolation] rather than looping forever.
 func (r *Runs) Pages(ctx context.Context, opts ...CallOption) iter.Seq2[*RunPage, error] {
 	return func(yield func(*RunPage, error) bool) {
-		cursor := pageCursor{token: collect(opts).pageToken}
+		cfg, err := collectFor("Runs.Pages", opts, "WithTimeout", "WithRetry", "WithStatuses", "WithPageSize", "WithPageToken")
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		cursor := pageCursor{token: cfg.pageToken}
 		for !cursor.done {
 			page, err := r.ListPage(ctx, append(opts, WithPageToken(cursor.token))...)
 			if err == nil {

@@ -61,11 +61,9 @@ func (o SidecarOptions) validate() error {
 	return o.ClientOptions.validate()
 }
 
+// restartBackoff is RestartBackoff with its zero fields taken from DefaultRestartBackoff.
 func (o SidecarOptions) restartBackoff() RetryPolicy {
-	if o.RestartBackoff == (RetryPolicy{}) {
-		return DefaultRestartBackoff
-	}
-	return o.RestartBackoff
+	return o.RestartBackoff.withDefaults(DefaultRestartBackoff)
 }
 
 func (o SidecarOptions) maxRestarts() int {

@@ -78,8 +78,12 @@ func retainedSize(ev *pb.RunEvent) int {
 // An error is yielded at most once, as the last element. Leaving the loop or cancelling
 // ctx closes the stream at once; it never cancels the run.
 func (r *Runs) Watch(ctx context.Context, runID string, opts ...CallOption) iter.Seq2[RunEvent, error] {
-	cfg := collect(opts)
+	cfg, optErr := collectFor("Runs.Watch", opts, "WithRetry", "WithAfterSequence", "WithIdleTimeout", "WithOnReconnect", "WithProgress")
 	return func(yield func(RunEvent, error) bool) {
+		if optErr != nil {
+			yield(RunEvent{}, optErr)
+			return
+		}
 		if err := checkID(runID, "run_id"); err != nil {
 			yield(RunEvent{}, err)
 			return

@@ -1,7 +1,5 @@
 package colossus
 
-import "reflect"
-
 // WithOptions returns a client with other defaults over this client's connection, as
 // Python's with_options and TypeScript's withOptions: no new connection, no new trust
 // checks, the same sidecar. It takes [WithTimeout] (the default per-call deadline; 0 or
@@ -9,12 +7,11 @@ import "reflect"
 // defaults); any other option is refused, as is an invalid policy. Calls through either
 // client share the connection, and closing either closes both.
 func (c *Client) WithOptions(opts ...CallOption) (*Client, error) {
-	cfg := collect(opts)
-	timeout, retry := cfg.timeout, cfg.retry
-	cfg.timeout, cfg.retry = nil, nil
-	if !cfg.isZero() {
-		return nil, invalidField("opts", "WithOptions takes only WithTimeout and WithRetry")
+	cfg, err := collectFor("Client.WithOptions", opts, "WithTimeout", "WithRetry")
+	if err != nil {
+		return nil, err
 	}
+	timeout, retry := cfg.timeout, cfg.retry
 	o := c.opts
 	if timeout != nil {
 		o.Timeout = *timeout
@@ -37,7 +34,3 @@ func (c *Client) WithOptions(opts ...CallOption) (*Client, error) {
 	d.Artifacts = &Artifacts{c: d}
 	return d, nil
 }
-
-// isZero reports whether no option set anything (reflection, so a new option field is
-// covered without touching this file).
-func (c *callConfig) isZero() bool { return reflect.ValueOf(*c).IsZero() }
