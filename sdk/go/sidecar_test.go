@@ -128,9 +128,14 @@ func TestSidecarOptionsAreValidated(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	_, err := StartSidecar(context.Background(), SidecarOptions{Executable: "/nonexistent/worker", ApplicationID: "app"})
-	if !errors.Is(err, ErrSidecar) {
-		t.Errorf("missing executable: %v", err)
+	// A missing program names itself and the fix, with the same reason in every SDK (S9).
+	for _, program := range []string{"/nonexistent/worker", "colossus-no-such-worker-program"} {
+		_, err := StartSidecar(context.Background(), SidecarOptions{Executable: program, ApplicationID: "app", MaxRestarts: -1})
+		var e *Error
+		if !errors.Is(err, ErrSidecar) || !errors.As(err, &e) || e.Reason != ReasonSidecarProgramNotFound ||
+			e.Metadata["program"] != program || !strings.Contains(e.Message, program) || !strings.Contains(e.Message, "install") {
+			t.Errorf("missing executable %q: %v", program, err)
+		}
 	}
 }
 

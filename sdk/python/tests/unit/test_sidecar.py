@@ -194,6 +194,18 @@ def test_state_dir_must_be_private(fake_exe: Path, tmp_path: Path) -> None:
         colossus.Client.start_sidecar(opts(fake_exe, state_dir=state))
 
 
+@pytest.mark.parametrize("program", ["colossus-no-such-worker-program", "/nonexistent/worker"])
+def test_a_missing_worker_program_is_named_with_the_fix(program: str) -> None:
+    # The same reason in every SDK (docs/requirements.md, S9), on PATH or by path.
+    with pytest.raises(colossus.SidecarError) as caught:
+        colossus.Client.start_sidecar(opts(Path(program), max_restarts=0))
+    assert caught.value.reason == colossus.LocalReason.SIDECAR_PROGRAM_NOT_FOUND
+    assert caught.value.metadata["program"] == program
+    assert program in caught.value.message
+    assert "install" in caught.value.message
+    assert "executable" in caught.value.message
+
+
 def test_reply_parser_rejects_bad_members() -> None:
     with pytest.raises(colossus.SidecarError):
         parse_reply(b'{"version": 2}')
