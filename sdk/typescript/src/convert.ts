@@ -33,6 +33,11 @@ function date(value: Timestamp | undefined): Date | null {
   return value === undefined ? null : timestampDate(value);
 }
 
+/** Whole microseconds since the epoch (exact: a number holds them until the year 2255). */
+function micros(value: Timestamp | undefined): number | null {
+  return value === undefined ? null : Number(value.seconds) * 1_000_000 + Math.floor(value.nanos / 1_000);
+}
+
 function seconds(value: Duration | undefined): number {
   return value === undefined ? 0 : Number(value.seconds) + value.nanos / 1e9;
 }
@@ -192,7 +197,7 @@ export function payload(p: pbRuns.RunEvent["payload"]): m.RunEventPayload {
 }
 
 export function runEvent(e: pbRuns.RunEvent, sequence: number): m.RunEvent {
-  return { runId: e.runId, sequence, eventTime: date(e.eventTime), payload: payload(e.payload) };
+  return { runId: e.runId, sequence, eventTime: date(e.eventTime), eventTimeUs: micros(e.eventTime), payload: payload(e.payload) };
 }
 
 export function artifact(a: pbArtifacts.Artifact | undefined): m.Artifact {

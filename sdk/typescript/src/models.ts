@@ -216,7 +216,13 @@ export interface RunEvent {
   readonly runId: string;
   /** Starts at 1 and has no holes. */
   readonly sequence: number;
+  /** When the worker recorded it, as a `Date` (millisecond precision); `null` when unset. */
   readonly eventTime: Date | null;
+  /**
+   * The same instant in whole microseconds since the Unix epoch, the precision the worker
+   * records (a `Date` keeps milliseconds only); `null` when unset.
+   */
+  readonly eventTimeUs: number | null;
   readonly payload: RunEventPayload;
 }
 
