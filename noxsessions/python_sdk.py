@@ -6,6 +6,9 @@
                          wheel through twine check --strict and check-wheel-contents
     python_sdk_tox       sdk/python/tox.ini: unit tests on Python 3.12 and 3.13 and on the
                          lowest allowed dependencies on 3.11 (3.11 runs the full suite above)
+    python_sdk_docs      the API reference (sdk/python/docs) built with Sphinx, pinned, from the
+                         wheel: warnings are errors, references nitpicky, and a public name
+                         without a docstring fails
     python_sdk_examples  runs every script in sdk/python/examples, every Python block of the
                          README and the Python snippet `dev` prints, against the reference worker
     bench_python_sdk     the watch's per-event cost, watch throughput, connect time and RSS
@@ -30,6 +33,7 @@ DEFAULT_SESSIONS = [
     "python_sdk_tests",
     "python_sdk_examples",
     "python_sdk_tox",
+    "python_sdk_docs",
 ]
 
 
@@ -75,6 +79,17 @@ def python_sdk_lint(session: nox.Session) -> None:
     wheels = [a for a in artifacts if a.endswith(".whl")]
     with session.chdir(SDK):
         session.run("check-wheel-contents", *wheels)
+
+
+@nox.session
+def python_sdk_docs(session: nox.Session) -> None:
+    """sphinx-build -W -n (nitpicky) over the installed wheel; the HTML goes to the session's tmp."""
+    session.install("-r", str(SDK / "docs/requirements.txt"))
+    install_local(session, SDK)
+    out = Path(session.create_tmp()).resolve() / "docs-html"
+    # -E: read every source again, so a warning is never hidden by a cached page.
+    session.run("sphinx-build", "-W", "--keep-going", "-n", "-E", "-b", "html", str(SDK / "docs"), str(out))
+    session.log(f"API reference: {out / 'index.html'}")
 
 
 # tox (sdk/python/tox.ini) is the package's own runner; this session drives it for CI.

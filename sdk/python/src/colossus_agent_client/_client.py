@@ -443,7 +443,7 @@ class AsyncClient:
         """See :meth:`Client.connect`: same options, checks and errors.
 
         Returns:
-            A :class:`Connecting`: ``async with AsyncClient.connect(options) as client``
+            A ``Connecting`` object: ``async with AsyncClient.connect(options) as client``
             closes the client at the end of the block; ``client = await
             AsyncClient.connect(options)`` leaves closing to you (``await client.close()``).
         """
@@ -460,7 +460,7 @@ class AsyncClient:
         """See :meth:`Client.start_sidecar`: same options, behaviour and errors.
 
         Returns:
-            A :class:`Connecting`, awaitable and usable in ``async with``.
+            A ``Connecting`` object, awaitable and usable in ``async with``.
         """
         return Connecting(cls._start_sidecar(options))
 

@@ -523,6 +523,7 @@ EventPayload = Union[  # noqa: UP007 - a runtime alias usable on Python 3.10
     ToolActivity,
     RunTerminated,
 ]
+"""What a :class:`RunEvent` carries: one of these payload classes."""
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

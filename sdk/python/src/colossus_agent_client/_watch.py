@@ -177,7 +177,9 @@ class Watch:
     ``runs.watch(run_id, after_sequence=watch.last_sequence)``. Closing a watch never
     cancels the run.
 
-    Raises (while iterating):
+    Iterating raises these errors.
+
+    Raises:
         WatchGapError: the worker skipped a sequence, so events were lost.
         ProtocolViolationError: the worker broke the stream's rules: a replay with other
             content, an event of another run or after the terminal event, a message that
@@ -411,7 +413,9 @@ class AsyncWatch:
     rules, reconnects and errors as :class:`Watch`. Use it as an async context manager
     or await :meth:`close`.
 
-    Raises (while iterating):
+    Iterating raises these errors.
+
+    Raises:
         WatchGapError: the worker skipped a sequence, so events were lost.
         ProtocolViolationError: the worker broke the stream's rules: a replay with other
             content, an event of another run or after the terminal event, a message that

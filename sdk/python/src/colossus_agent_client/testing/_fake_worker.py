@@ -263,11 +263,12 @@ class FakeWorker:
         :meth:`stop`).
 
         Args:
-            overrides: :class:`DaemonOptions` fields to replace (for example ``timeout``).
+            overrides: :class:`~colossus_agent_client.DaemonOptions` fields to replace (for
+                example ``timeout``).
 
         Returns:
-            :class:`DaemonOptions` with this worker's folder, instance ID, pin and bearer,
-            and fast retries.
+            :class:`~colossus_agent_client.DaemonOptions` with this worker's folder, instance
+            ID, pin and bearer, and fast retries.
         """
         if self._folder is None:
             self._folder = Path(tempfile.mkdtemp(prefix="colossus-fake-"))
@@ -305,8 +306,8 @@ class FakeWorker:
         """Queues what the next created run produces: output texts, then ``status``.
 
         Args:
-            outputs: texts sent as :class:`OutputDelta` events, in order.
-            status: the terminal status (a :class:`RunStatus` or its name).
+            outputs: texts sent as :class:`~colossus_agent_client.OutputDelta` events, in order.
+            status: the terminal status (a :class:`~colossus_agent_client.RunStatus` or its name).
 
         Raises:
             ValueError: ``status`` is not terminal.
@@ -319,8 +320,8 @@ class FakeWorker:
         """Stores an already finished run, as if created earlier (for listing tests).
 
         Args:
-            outputs: texts of its :class:`OutputDelta` events, in order.
-            status: its terminal status (a :class:`RunStatus` or its name).
+            outputs: texts of its :class:`~colossus_agent_client.OutputDelta` events, in order.
+            status: its terminal status (a :class:`~colossus_agent_client.RunStatus` or its name).
 
         Returns:
             The new run's ID.

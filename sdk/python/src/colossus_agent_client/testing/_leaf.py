@@ -26,7 +26,7 @@ class TestLeaf:
 
     @property
     def sha256(self) -> str:
-        """The pin: lower-case hex SHA-256 of the DER certificate."""
+        """Lower-case hex SHA-256 of the DER certificate, the pin a client expects."""
         return hashlib.sha256(self.der).hexdigest()
 
 
