@@ -1,6 +1,7 @@
 """Sessions for the TypeScript SDK (sdk/typescript).
 
     typescript_lint      tsc --strict (SDK, tests, examples), typescript-eslint strict-type-checked,
+                         the TypeDoc API reference with warnings as errors (typedoc.json),
                          the ESM + CommonJS build by `npm pack`, then publint,
                          @arethetypeswrong/cli and the file list, all on the packed tarball
     typescript_package   the package as a user installs it: from the packed tarball and from a
@@ -16,8 +17,9 @@
                          second compilation in build-lowest/ (Python's `min` tox environment)
     typescript_runtimes  the same tests as typescript_tests on Node 22 and 24 (official linux-x64
                          binaries from the npm registry, pinned in sdk/typescript/runtimes and
-                         installed once into .cache/node-runtimes/<lock digest>); the machine's
-                         own Node (20) runs every other session
+                         installed once into .cache/node-runtimes/<lock digest>; 24.19.0, as later
+                         24.x have the HTTP/2 regression nodejs/node#65677, see the SDK README);
+                         the machine's own Node (20) runs every other session
     typescript_conformance_runtimes
                          the conformance suite's typescript column on Node 22 and 24 (not in the
                          default run: about as long as the column itself, per Node); arguments
@@ -53,10 +55,12 @@ DEFAULT_SESSIONS = [
     "typescript_examples",
     "typescript_package",
     "typescript_lowest",
+    "typescript_runtimes",
 ]
 
 # What `npm pack` may contain: the bundles, their declarations and maps, docs, licence.
 PACKAGE_FILES = {
+    "CHANGELOG.md",
     "LICENSE",
     "README.md",
     "package.json",
@@ -118,6 +122,8 @@ def typescript_lint(session: nox.Session) -> None:
     session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.json", external=True)
     session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.test.json", external=True)
     session.run("npx", "--no-install", "eslint", "--max-warnings", "0", ".", external=True)
+    # The API reference (build/api-docs): any warning fails, a missing doc comment included.
+    session.run("npx", "--no-install", "typedoc", "--options", "typedoc.json", external=True)
     tarball, files = _pack(session, tmp)
     session.run("npx", "--no-install", "publint", "run", "--strict", str(tarball), external=True)
     session.run("npx", "--no-install", "attw", str(tarball), "--profile", "node16", external=True)

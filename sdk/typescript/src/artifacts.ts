@@ -80,6 +80,7 @@ export class DownloadVerifier {
   }
 }
 
+/** `client.artifacts`: upload artifacts and download them verified. */
 export class Artifacts {
   /** @internal */
   constructor(private readonly source: ConnectionSource) {}

@@ -165,14 +165,17 @@ export class Client implements AsyncDisposable {
     return this.closing;
   }
 
+  /** Closes the client at the end of an `await using` block, as `close()` does. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
 
+  /** `util.inspect` shows the summary, never the bearer. */
   [inspect.custom](): string {
     return `Client(instance=${this.serverInfo.instanceId}, mode=${this.serverInfo.deploymentMode})`;
   }
 
+  /** The non-secret facts about the connection, for structured logs. */
   toJSON(): Record<string, unknown> {
     return { instanceId: this.serverInfo.instanceId, deploymentMode: this.serverInfo.deploymentMode };
   }

@@ -8,6 +8,7 @@ import { Bearer } from "./transport/bearer.js";
 
 /** Where a bearer comes from. `getBearer` may be async; it is called once per connect. */
 export interface CredentialProvider {
+  /** Returns the bearer, asked for once per connection after the server was verified. */
   getBearer(signal?: AbortSignal): string | Promise<string>;
 }
 
@@ -20,6 +21,7 @@ export class InMemoryCredentialProvider implements CredentialProvider {
     this.#bearer = bearer;
   }
 
+  /** Returns the bearer given to the constructor. */
   getBearer(): string {
     return this.#bearer;
   }
@@ -28,10 +30,12 @@ export class InMemoryCredentialProvider implements CredentialProvider {
     return "InMemoryCredentialProvider(<redacted>)";
   }
 
+  /** Redacted: the bearer never reaches a log. */
   toJSON(): string {
     return "InMemoryCredentialProvider(<redacted>)";
   }
 
+  /** Redacted: the bearer never reaches a log. */
   [inspect.custom](): string {
     return "InMemoryCredentialProvider(<redacted>)";
   }
@@ -63,6 +67,7 @@ export class KeyringCredentialProvider implements CredentialProvider {
     }
   }
 
+  /** Reads the bearer from the OS keyring (loads `@napi-rs/keyring` on first use). */
   async getBearer(): Promise<string> {
     let keyring: KeyringModule;
     try {

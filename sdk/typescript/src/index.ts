@@ -47,7 +47,7 @@ export { TextStream, type WaitOptions } from "./outcome.js";
 export { RunPager } from "./pagination.js";
 export type { RateLimitRetryOptions } from "./rate-limit.js";
 export type { CreateRunOptions } from "./requests.js";
-export { DEFAULT_RETRY as DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry.js";
+export { DEFAULT_RETRY as DEFAULT_RETRY_POLICY, type ResolvedRetryPolicy, type RetryPolicy } from "./retry.js";
 export type { ListRunsOptions, Runs } from "./runs.js";
 export type { Artifacts, UploadOptions } from "./artifacts.js";
 export { Watch, type ReconnectInfo, type WatchOptions } from "./watch.js";

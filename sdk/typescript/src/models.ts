@@ -23,11 +23,17 @@ export function isTerminalStatus(status: RunStatus): boolean {
   return TERMINAL.has(status);
 }
 
+/** How a run works: executes the input, drafts a plan, or researches. */
 export type RunMode = "UNSPECIFIED" | "EXECUTE" | "PLAN" | "RESEARCH";
+/** Where the worker runs: an installed shared daemon, or a private sidecar. */
 export type DeploymentMode = "UNSPECIFIED" | "SHARED_DAEMON" | "SIDECAR";
+/** A source a research run may draw evidence from. */
 export type EvidenceLane = "UNSPECIFIED" | "REPOSITORY" | "WEB" | "MCP";
+/** What a plan action does with a drafted plan. */
 export type PlanActionKind = "UNSPECIFIED" | "REVISE" | "EXECUTE_DIRECT" | "EXECUTE_GOAL";
+/** Where a drafted plan stands. */
 export type PlanStatus = "UNSPECIFIED" | "DRAFT" | "SUPERSEDED" | "EXECUTED" | "ABANDONED";
+/** The kind of action an approval request asks about. */
 export type ActionClass =
   | "UNSPECIFIED"
   | "READ"
@@ -37,8 +43,11 @@ export type ActionClass =
   | "ADMINISTRATION"
   | "DELEGATION"
   | "LOCAL_STATE";
+/** How an interaction (prompt or approval) ended. */
 export type InteractionOutcome = "UNSPECIFIED" | "ANSWERED" | "APPROVED" | "DENIED" | "CANCELLED" | "INTERRUPTED";
+/** The phase of a tool call a `tool_activity` event reports. */
 export type ToolActivityPhase = "UNSPECIFIED" | "STARTED" | "COMPLETED" | "FAILED";
+/** Your answer to an approval request. */
 export type ApprovalDecision = "APPROVE" | "DENY";
 
 /** A token bucket: sustained rate and burst. */
@@ -113,24 +122,29 @@ export interface Interaction {
   readonly createTime: Date | null;
 }
 
+/** The plan a `PLAN` run produced. */
 export interface PlanResult {
   readonly planId: string;
   readonly revision: number;
   readonly status: PlanStatus;
 }
+/** One source a research result cites. */
 export interface Citation {
   readonly lane: EvidenceLane;
   readonly label: string;
   readonly url: string;
 }
+/** The report and citations of a `RESEARCH` run. */
 export interface ResearchResult {
   readonly report: string;
   readonly citations: readonly Citation[];
 }
+/** Why a run failed: a code and a message. */
 export interface RunFailure {
   readonly code: string;
   readonly message: string;
 }
+/** What an ended run produced. */
 export interface RunResult {
   readonly outputText: string;
   readonly plan: PlanResult | null;
@@ -165,25 +179,30 @@ export interface CreateRunResult {
   readonly idempotencyKey: string;
 }
 
+/** Payload of a `status_changed` event: the run's new status. */
 export interface StatusChanged {
   readonly kind: "status_changed";
   readonly previousStatus: RunStatus;
   readonly status: RunStatus;
 }
+/** Payload of an `output_delta` event: the next piece of output text. */
 export interface OutputDelta {
   readonly kind: "output_delta";
   readonly text: string;
 }
+/** Payload of an `interaction_requested` event: the run waits for an answer. */
 export interface InteractionRequested {
   readonly kind: "interaction_requested";
   readonly interaction: Interaction;
 }
+/** Payload of an `interaction_resolved` event: how the interaction ended. */
 export interface InteractionResolved {
   readonly kind: "interaction_resolved";
   readonly interactionId: string;
   readonly outcome: InteractionOutcome;
   readonly choice: string;
 }
+/** Payload of a `tool_activity` event: a tool call started, completed or failed. */
 export interface ToolActivity {
   readonly kind: "tool_activity";
   readonly activityId: string;
@@ -191,6 +210,7 @@ export interface ToolActivity {
   readonly displayCategory: string;
   readonly phase: ToolActivityPhase;
 }
+/** Payload of the `terminated` event, the last of every run. */
 export interface RunTerminated {
   readonly kind: "terminated";
   readonly status: RunStatus;
@@ -236,29 +256,35 @@ export interface ArtifactPart {
   /** Declares the part's type for the capability check, e.g. `image/png`. */
   readonly mediaType?: string;
 }
+/** One part of a run's input: text, or an uploaded artifact. */
 export type InputPart = string | TextPart | ArtifactPart;
 
+/** Options of a research run (`runs.create(input, { research })`). */
 export interface ResearchOptions {
   /** 1 to 5. */
   readonly depth: number;
   readonly lanes: readonly EvidenceLane[];
 }
+/** Continues a drafted plan (`runs.create(input, { planAction })`). */
 export interface PlanAction {
   readonly sourceRunId: string;
   readonly revision: number;
   readonly kind: PlanActionKind;
 }
+/** The answer to a prompt: one of its choices. */
 export interface PromptAnswer {
   readonly kind: "prompt";
   /** Exactly one of the displayed choices. */
   readonly choice: string;
 }
+/** The answer to an approval request, bound to what was shown. */
 export interface ApprovalAnswer {
   readonly kind: "approval";
   /** The approval's `binding`, echoed. */
   readonly binding: string;
   readonly decision: ApprovalDecision;
 }
+/** What `runs.respond` sends: a prompt's or an approval's answer. */
 export type InteractionAnswer = PromptAnswer | ApprovalAnswer;
 
 /** One page of `runs.list`. */
@@ -268,6 +294,7 @@ export interface RunPage {
   readonly nextPageToken: string;
 }
 
+/** A stored artifact: its identity, media type, size and SHA-256. */
 export interface Artifact {
   readonly artifactId: string;
   readonly mediaType: string;

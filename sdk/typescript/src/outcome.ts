@@ -56,11 +56,13 @@ export class TextStream implements AsyncIterable<string>, AsyncDisposable {
     this.watch.close();
   }
 
+  /** Stops the stream at the end of an `await using` block. */
   async [Symbol.asyncDispose](): Promise<void> {
     this.close();
     return Promise.resolve();
   }
 
+  /** Yields the run's output text, each piece once and in order. */
   async *[Symbol.asyncIterator](): AsyncIterator<string> {
     for await (const event of this.watch) {
       if (event.payload.kind === "output_delta") yield event.payload.text;

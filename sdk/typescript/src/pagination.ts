@@ -7,6 +7,7 @@ import { ProtocolViolationError } from "./errors.js";
 import type { Run, RunPage } from "./models.js";
 
 
+/** The runs `runs.list()` returns, fetched a page at a time: `for await` over the runs, or over `pages()`. */
 export class RunPager implements AsyncIterable<Run> {
   /** @internal */
   constructor(
@@ -30,6 +31,7 @@ export class RunPager implements AsyncIterable<Run> {
     }
   }
 
+  /** Yields every run, fetching the next page when one is used up. */
   async *[Symbol.asyncIterator](): AsyncGenerator<Run, void, undefined> {
     for await (const page of this.pages()) yield* page.runs;
   }

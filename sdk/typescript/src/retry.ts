@@ -26,6 +26,7 @@ export interface RetryPolicy {
 /** A policy with every field filled in and checked. */
 export type ResolvedRetryPolicy = Required<RetryPolicy>;
 
+/** The retry policy when none is given: 5 attempts, backoff from 100 ms doubling to 5 s, 30 s in all. */
 export const DEFAULT_RETRY: ResolvedRetryPolicy = Object.freeze({
   maxAttempts: 5,
   initialBackoffMs: 100,

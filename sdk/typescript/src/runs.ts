@@ -31,6 +31,7 @@ export interface ListRunsOptions extends RequestOptions {
   readonly pageToken?: string;
 }
 
+/** `client.runs`: create, read, list, watch, cancel and answer runs. */
 export class Runs {
   /** @internal */
   constructor(

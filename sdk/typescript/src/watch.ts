@@ -129,11 +129,13 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
     this.stop.abort(new AbortedError("the watch was closed", { reason: "WATCH_CLOSED" }));
   }
 
+  /** Stops the watch at the end of an `await using` block (the run goes on). */
   async [Symbol.asyncDispose](): Promise<void> {
     this.close();
     return Promise.resolve();
   }
 
+  /** Yields the run's events, each once and in order, until the run ends. */
   [Symbol.asyncIterator](): AsyncIterator<RunEvent> {
     if (this.started) throw new TypeError("a Watch can be iterated only once; start another with runs.watch");
     this.started = true;

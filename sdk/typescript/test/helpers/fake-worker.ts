@@ -6,7 +6,7 @@ import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { promises as fs, readFileSync } from "node:fs";
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -123,6 +123,9 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
           return;
         }
         if (script.end === "drop") {
+          // Let the events already yielded leave first (Node 24 sends them on a later turn of the
+          // event loop), as a worker that dies after writing them would have.
+          await new Promise((resolve) => setTimeout(resolve, 20));
           for (const session of sessions) session.destroy();
           return;
         }
@@ -147,13 +150,20 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
         server.close(() => {
           resolve();
         });
-        // Drop open sessions so close() finishes.
+        // Drop open sessions so close() finishes, and connections that never became one (a
+        // TLS probe dropped mid-handshake: Node 24 keeps it until the handshake timeout).
         for (const session of sessions) session.destroy();
+        for (const socket of sockets) socket.destroy();
       });
       await fs.rm(worker.dir, { recursive: true, force: true });
     },
   };
   const sessions = new Set<http2.ServerHttp2Session>();
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
   server.on("session", (session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
