@@ -148,11 +148,14 @@ export async function retryRead<T>(
  * worker dies or restarts, Node closes every open stream with CANCEL, so the call got no
  * answer at all and reads may be retried like any UNAVAILABLE.
  */
-function lostConnectionAsUnavailable(mapped: ColossusError, error: unknown, channel: Channel): ColossusError {
-  if (mapped.code === "CANCELLED" && mapped.reason === null && !(mapped instanceof OutcomeUnknownError) && channel.connectionLost()) {
-    return new TransportError(`the connection to the worker was lost (${mapped.message})`, { code: "UNAVAILABLE", cause: error });
+export function lostConnectionAsUnavailable(mapped: ColossusError, error: unknown, channel: Channel): ColossusError {
+  if (mapped.code !== "CANCELLED" || mapped.reason !== null || !channel.connectionLost()) return mapped;
+  if (mapped instanceof OutcomeUnknownError) {
+    // Still an unknown outcome, never retried; only the code is the lost connection's, as
+    // in every SDK (S9).
+    return new OutcomeUnknownError(mapped.message, { code: "UNAVAILABLE", idempotencyKey: mapped.idempotencyKey, cause: error });
   }
-  return mapped;
+  return new TransportError(`the connection to the worker was lost (${mapped.message})`, { code: "UNAVAILABLE", cause: error });
 }
 
 export async function openConnection(
