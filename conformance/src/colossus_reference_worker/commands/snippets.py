@@ -4,7 +4,7 @@ The names follow each SDK's README: ``colossus.DaemonOptions`` (Python, imported
 ``Client.connect({...})`` from ``colossus-sdk`` (TypeScript) and
 ``colossus.Connect(ctx, colossus.DaemonOptions{...})`` (Go). The bearer is never
 part of a snippet: it is read from ``dev``'s bearer file or the keyring, or asked for
-(a pipe or the terminal got it). The Python and Go snippets are whole programs that run
+(a pipe or the terminal got it). The Python, TypeScript and Go snippets are whole programs that run
 as pasted (the SDKs' README tests run them against ``dev``).
 """
 
@@ -60,10 +60,13 @@ with colossus.Client.connect(options) as client:
 
 
 def _typescript(c: Connection) -> str:
-    fs = ""
+    # Plain ES module: runs as a .mjs file on Node 20 (no `await using`, which needs
+    # TypeScript or Node 24), so the client is closed in `finally`.
+    imports = ""
+    setup = ""
     if c.bearer_file:
         name = "InMemoryCredentialProvider"
-        fs = 'import { readFileSync } from "node:fs";\n'
+        imports = 'import { readFileSync } from "node:fs";\n'
         provider = f"new {name}(readFileSync({json.dumps(c.bearer_file)}, \"utf8\").trim()),"
     elif c.keyring_service:
         name = "KeyringCredentialProvider"
@@ -71,17 +74,27 @@ def _typescript(c: Connection) -> str:
                     f"{json.dumps(c.application_id)}),")
     else:
         name = "InMemoryCredentialProvider"
-        provider = f"new {name}(bearer), // {_FROM_STORE}"
-    return f"""{fs}import {{ Client, {name} }} from "colossus-sdk";
+        imports = 'import { createInterface } from "node:readline/promises";\n'
+        setup = ("const prompt = createInterface({ input: process.stdin, output: process.stdout });\n"
+                 'const bearer = (await prompt.question("bearer: ")).trim(); // paste it\n'
+                 "prompt.close();\n")
+        provider = f"new {name}(bearer),"
+    return f"""{imports}import {{ Client, {name} }} from "colossus-sdk";
 
-await using client = await Client.connect({{
+{setup}const client = await Client.connect({{
   publicApiDir: {json.dumps(c.public_api_dir)},
   expectedInstanceId: {json.dumps(c.instance_id)},
   expectedCertificateSha256: {json.dumps(c.certificate_sha256)},
   credentials: {provider}
 }});
-const created = await client.runs.create("colossus-script v1\\nsay Hello\\n");
-for await (const event of client.runs.watch(created.run.runId)) console.log(event);"""
+try {{
+  const created = await client.runs.create("{SCRIPT}");
+  for await (const event of client.runs.watch(created.run.runId)) {{
+    console.log(event.sequence, event.payload.kind);
+  }}
+}} finally {{
+  await client.close();
+}}"""
 
 
 def _go(c: Connection) -> str:

@@ -7,10 +7,11 @@
 // .mjs file against the reference worker (COLOSSUS_REFERENCE_WORKER, on PATH for them).
 // Plain JavaScript: it runs on any Node the package supports, with nothing compiled.
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { readmeSnippets } from "./readme-snippets.mjs";
@@ -89,6 +90,50 @@ describe("installed from the packed tarball", () => {
         if (snippet.expect !== null) assert.ok(out.includes(snippet.expect), `expected ${JSON.stringify(snippet.expect)} in:\n${out}`);
       });
     }
+  });
+});
+
+/** `colossus-reference-worker dev` on a private HOME; resolves with its banner once it serves. */
+async function startDev(worker, home) {
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const dev = spawn(worker, ["dev", "--public-api-dir", path.join(home, "colossus")], {
+    env: { ...process.env, HOME: home },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let log = "";
+  dev.stderr.on("data", (chunk) => {
+    log += String(chunk);
+  });
+  after(() => {
+    try {
+      process.kill(-(dev.pid ?? 0), "SIGTERM");
+    } catch {
+      // already gone
+    }
+  });
+  let banner = "";
+  for await (const line of createInterface({ input: dev.stdout })) {
+    banner += `${line}\n`;
+    if (line.startsWith("Stop with Ctrl-C")) break;
+  }
+  dev.stdout.resume(); // keep reading, so dev never blocks on a full pipe
+  return { banner, log: () => log };
+}
+
+describe("the TypeScript program `colossus-reference-worker dev` prints", () => {
+  it("runs as pasted into a .mjs file: connect, create, watch to the end", async () => {
+    const app = newApp("dev-snippet", required("COLOSSUS_SDK_TARBALL"));
+    const home = path.join(scratch, "dev-home");
+    const { banner, log } = await startDev(required("COLOSSUS_REFERENCE_WORKER"), home);
+    const section = banner.split(/^--- /m).find((part) => part.startsWith("TypeScript"));
+    assert.ok(section !== undefined, `no TypeScript snippet in dev's banner:\n${banner}\n${log()}`);
+    const program = section.slice(section.indexOf("\n") + 1).split("\nInspect runs:")[0] ?? "";
+    writeFileSync(path.join(app, "dev.mjs"), program);
+    const out = node(app, "dev.mjs");
+    assert.match(out, /^\d+ terminated$/m);
+    const bearer = readFileSync(path.join(home, "colossus", "dev-app.bearer"), "utf8").trim();
+    assert.ok(bearer.length >= 32 && !out.includes(bearer));
   });
 });
 
