@@ -6,3 +6,4 @@ mod daemon;
 pub(crate) mod sidecar;
 
 pub use daemon::{API_MAJOR, DaemonOptions, DaemonOptionsBuilder};
+pub use sidecar::{DEFAULT_SIDECAR_SCOPES, SidecarOptions, SidecarOptionsBuilder};

@@ -2,3 +2,11 @@
 //! pipes and supervises (conformance/docs/sidecar.md).
 
 pub(crate) mod bootstrap;
+mod options;
+mod process;
+mod supervisor;
+
+pub use options::{DEFAULT_SIDECAR_SCOPES, SidecarOptions, SidecarOptionsBuilder};
+
+#[cfg(test)]
+mod tests;
