@@ -118,7 +118,7 @@ mod keyring_provider {
                     "account"
                 };
                 return Err(Error::local(
-                    Kind::Credential,
+                    Kind::InvalidArgument,
                     reasons::FIELD_INVALID,
                     "the keyring provider needs a service and an account",
                 )

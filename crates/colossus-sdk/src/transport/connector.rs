@@ -8,6 +8,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin as StdPin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use rustls::client::Resumption;
@@ -20,7 +21,7 @@ use tokio_rustls::client::TlsStream;
 use super::probe::speaks_tls12;
 use super::verifier::{PinVerifier, TrustState, Violation};
 use crate::trust::pin::Pin;
-use crate::{Error, Kind, reasons};
+use crate::{Code, Error, Kind, reasons};
 
 /// The TLS configuration of one target: TLS 1.3 only, the pin verifier, ALPN `h2`, no
 /// resumption, no client certificate.
@@ -42,7 +43,7 @@ pub(crate) fn tls_config(pin: Pin, state: Arc<TrustState>) -> Arc<ClientConfig> 
 }
 
 /// How long the version probe after a failed handshake may take.
-const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A stream tonic can speak HTTP/2 over.
 pub(crate) type Connection = TokioIo<TlsStream<TcpStream>>;
@@ -55,39 +56,52 @@ pub(crate) fn connector(
     addr: SocketAddr,
     config: Arc<ClientConfig>,
     state: Arc<TrustState>,
+    timeout: Duration,
 ) -> impl tower::Service<http::Uri, Response = Connection, Error = Error, Future = ConnectFuture>
 + Clone
 + Send
 + 'static {
     tower::service_fn(move |_uri: http::Uri| -> ConnectFuture {
         let (config, state) = (config.clone(), state.clone());
-        Box::pin(async move { connect(addr, config, &state).await })
+        Box::pin(async move { connect(addr, config, &state, timeout).await })
     })
 }
 
-/// One connection attempt. A refusal is recorded in `state` and returned as the typed
-/// error; a plain TCP failure keeps its `io::Error` as the source.
+/// Nothing accepted the TCP connection: a worker that is restarting, or gone.
+fn unreachable(addr: SocketAddr) -> Error {
+    Error::status(
+        Kind::Transport,
+        Code::Unavailable,
+        Some(reasons::UNREACHABLE.to_owned()),
+        format!("the worker at {addr} cannot be reached"),
+    )
+}
+
+/// One connection attempt, each step bounded by `timeout`. A refusal is recorded in
+/// `state` and returned as the typed error (a stalled handshake is `TLS_HANDSHAKE`); a
+/// plain TCP failure is `UNREACHABLE` and keeps its `io::Error` as the source.
 pub(crate) async fn connect(
     addr: SocketAddr,
     config: Arc<ClientConfig>,
     state: &TrustState,
+    timeout: Duration,
 ) -> Result<Connection, Error> {
     state.clear();
-    let tcp = TcpStream::connect(addr).await.map_err(|e| {
-        Error::local(
-            Kind::Transport,
-            reasons::UNREACHABLE,
-            format!("the worker at {addr} cannot be reached"),
-        )
-        .with_source(e)
-    })?;
+    let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(tcp)) => tcp,
+        Ok(Err(e)) => return Err(unreachable(addr).with_source(e)),
+        Err(_) => return Err(unreachable(addr)),
+    };
     let _ = tcp.set_nodelay(true);
-    let tls = match TlsConnector::from(config)
-        .connect(ServerName::IpAddress(addr.ip().into()), tcp)
-        .await
-    {
-        Ok(tls) => tls,
-        Err(e) => {
+    let handshake =
+        TlsConnector::from(config).connect(ServerName::IpAddress(addr.ip().into()), tcp);
+    let tls = match tokio::time::timeout(timeout, handshake).await {
+        Ok(Ok(tls)) => tls,
+        Err(_) => {
+            state.record(Violation::Handshake);
+            return Err(Violation::Handshake.to_error());
+        }
+        Ok(Err(e)) => {
             let mut v = state.violation().unwrap_or_else(|| classify(&e));
             if v == Violation::Handshake && speaks_tls12(addr, PROBE_TIMEOUT).await {
                 v = Violation::Version;

@@ -98,24 +98,20 @@ pub(crate) async fn open_session(
     let config = connector::tls_config(target.pin, trust.clone());
     // The URI only names the HTTP/2 authority; the connector dials target.addr whatever
     // it says. Plain "http" because TLS is the connector's, not tonic's.
-    let endpoint = Endpoint::from_shared(format!("http://{}", target.addr))
-        .map_err(|e| {
-            Error::local(Kind::Transport, reasons::UNREACHABLE, "bad endpoint").with_source(e)
-        })?
-        .connect_timeout(options.connect_timeout());
-    let channel = tokio::time::timeout(
+    let endpoint = Endpoint::from_shared(format!("http://{}", target.addr)).map_err(|e| {
+        Error::local(Kind::Transport, reasons::UNREACHABLE, "bad endpoint").with_source(e)
+    })?;
+    // The connector bounds each step (TCP, then the handshake) by the connect timeout.
+    let connector = connector::connector(
+        target.addr,
+        config,
+        trust.clone(),
         options.connect_timeout(),
-        endpoint.connect_with_connector(connector::connector(target.addr, config, trust.clone())),
-    )
-    .await
-    .map_err(|_| {
-        Error::local(
-            Kind::DeadlineExceeded,
-            reasons::UNREACHABLE,
-            format!("connecting to the worker at {} timed out", target.addr),
-        )
-    })?
-    .map_err(|e| connect_error(&trust, e))?;
+    );
+    let channel = endpoint
+        .connect_with_connector(connector)
+        .await
+        .map_err(|e| connect_error(&trust, e))?;
     let bearer = load_bearer(credentials).await?;
     let info = server_info::fetch(&channel, &bearer, options, &trust).await?;
     server_info::verify(&info, target)?;
@@ -139,11 +135,22 @@ fn connect_error(trust: &TrustState, e: tonic::transport::Error) -> Error {
         return v.to_error().with_source(e);
     }
     if let Some(err) = find_sdk_error(&e) {
-        return Error::local(err.kind(), err.reason().unwrap_or(""), err.message()).with_source(e);
+        // Rebuilt rather than moved: the chain only lends it.
+        let copy = match err.code() {
+            Some(code) => Error::status(
+                err.kind(),
+                code,
+                err.reason().map(str::to_owned),
+                err.message(),
+            ),
+            None => Error::local(err.kind(), err.reason().unwrap_or(""), err.message()),
+        };
+        return copy.with_source(e);
     }
-    Error::local(
+    Error::status(
         Kind::Transport,
-        reasons::UNREACHABLE,
+        crate::Code::Unavailable,
+        Some(reasons::UNREACHABLE.to_owned()),
         "the worker cannot be reached",
     )
     .with_source(e)

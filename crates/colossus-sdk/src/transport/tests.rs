@@ -403,5 +403,33 @@ async fn nothing_listening_is_a_transport_error_and_the_provider_is_not_asked() 
         .await
         .unwrap_err();
     assert!(err.is(Kind::Transport), "{err}");
+    assert_eq!(err.reason(), Some(reasons::UNREACHABLE));
+    assert_eq!(err.code(), Some(crate::Code::Unavailable));
     assert_eq!(provider.0.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_stalled_handshake_is_tls_handshake_within_the_connect_timeout() {
+    let genuine = leaf();
+    // Accepts TCP and never answers the TLS hello.
+    let silent = TcpListener::bind(any_port()).await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = silent.accept().await {
+            held.push(tcp);
+        }
+    });
+    let quick = ClientOptions::builder()
+        .connect_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let provider = Counting::default();
+    let started = std::time::Instant::now();
+    let err = open_session(&target(addr, &genuine), &provider, &quick).await.unwrap_err();
+    assert_eq!(err.reason(), Some(reasons::TLS_HANDSHAKE), "{err}");
+    assert!(err.is(Kind::TlsPolicy));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(provider.0.load(Ordering::SeqCst), 0);
+    holder.abort();
 }
