@@ -66,3 +66,8 @@ pub use watch::stream::{ReconnectInfo, Watch};
 
 /// This SDK's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The README's Rust blocks, compiled (and the runnable ones run) as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

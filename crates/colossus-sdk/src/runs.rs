@@ -1,6 +1,5 @@
 //! [`Runs`]: create, read, list, watch, cancel and answer runs.
 
-
 use futures_util::{StreamExt, stream};
 
 use crate::backend::BoxStream;

