@@ -72,7 +72,10 @@ impl GrpcBackend {
 /// An authorized request, refused locally when it is over the advertised request cap.
 fn request<T: Message>(session: &dyn GrpcSession, message: T) -> Result<tonic::Request<T>> {
     let limit = session.server_info().limits.max_request_bytes;
-    let size = message.encoded_len() as u64 + FRAME_BYTES;
+    // The cap counts the encoded message, not gRPC's 5-byte length prefix, and is
+    // inclusive: a message of exactly `limit` bytes is sent (as the worker and the Go SDK
+    // count it; conformance limits.request-exactly-at-advertised-cap).
+    let size = message.encoded_len() as u64;
     if limit > 0 && size > limit {
         return Err(Error::local(
             Kind::ResourceExhausted,

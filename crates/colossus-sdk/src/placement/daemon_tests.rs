@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use super::DaemonOptions;
 use crate::options::{ClientOptions, RetryPolicy};
-use crate::transport::tests::{Behaviour, Counting, INSTANCE, Leaf, leaf, listen};
+use crate::proto as p;
+use crate::transport::tests::{
+    Behaviour, Counting, INSTANCE, Leaf, leaf, listen, listen_with, server_info,
+};
 use crate::trust::pin::Pin;
 use crate::{Client, Kind, reasons};
 
@@ -168,4 +171,50 @@ fn the_builder_names_a_missing_or_malformed_field() {
     assert_eq!(err.metadata()["field"], "expected_certificate_sha256");
     let err = DaemonOptions::builder().build().unwrap_err();
     assert_eq!(err.metadata()["field"], "public_api_dir");
+}
+
+#[tokio::test]
+async fn the_request_cap_is_inclusive_to_the_byte() {
+    let genuine = leaf();
+    let pin = Pin::of_der(&genuine.der).to_hex();
+    // GetRunRequest with a 64-character run ID encodes to 1 + 1 + 64 = 66 bytes.
+    let run_id = format!("run_{}", "a".repeat(60));
+    for (cap, sent) in [(66, true), (65, false)] {
+        let mut info = server_info();
+        info.limits = Some(p::Limits {
+            max_request_bytes: cap,
+            ..Default::default()
+        });
+        let worker = listen_with(
+            "127.0.0.1:0".parse().unwrap(),
+            &genuine,
+            Behaviour::Genuine,
+            info,
+        )
+        .await;
+        let folder = discovery(&format!("cap{cap}"), worker.addr.port(), &genuine, &pin);
+        let client = Client::connect(options(&folder.0, &pin, Counting::default()))
+            .await
+            .unwrap();
+        let result = client.runs().get(&run_id).await;
+        let gets = worker
+            .seen
+            .requests()
+            .iter()
+            .filter(|(m, _)| m == "GetRun")
+            .count();
+        if sent {
+            assert!(result.is_ok(), "cap {cap}: {result:?}");
+            assert_eq!(gets, 1);
+        } else {
+            let err = result.unwrap_err();
+            assert_eq!(
+                err.reason(),
+                Some(reasons::REQUEST_TOO_LARGE),
+                "cap {cap}: {err}"
+            );
+            assert_eq!(err.code(), None);
+            assert_eq!(gets, 0, "an over-cap request left the client");
+        }
+    }
 }

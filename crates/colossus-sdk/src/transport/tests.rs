@@ -94,7 +94,7 @@ impl Drop for Listener {
     }
 }
 
-fn server_info() -> p::ServerInfo {
+pub(crate) fn server_info() -> p::ServerInfo {
     p::ServerInfo {
         instance_id: INSTANCE.into(),
         api_package: "colossus.api.v1alpha1".into(),
@@ -108,7 +108,11 @@ fn server_info() -> p::ServerInfo {
 type HttpFuture =
     StdPin<Box<dyn Future<Output = std::result::Result<http::Response<Body>, Infallible>> + Send>>;
 
-fn answer(seen: Seen, req: http::Request<hyper::body::Incoming>) -> HttpFuture {
+fn answer(
+    seen: Seen,
+    info: p::ServerInfo,
+    req: http::Request<hyper::body::Incoming>,
+) -> HttpFuture {
     Box::pin(async move {
         let method = req
             .uri()
@@ -125,10 +129,13 @@ fn answer(seen: Seen, req: http::Request<hyper::body::Incoming>) -> HttpFuture {
         seen.0.lock().unwrap().push((method.clone(), auth));
         Ok(match method.as_str() {
             "GetServerInfo" => {
-                let svc = tower::service_fn(|_: Request<p::GetServerInfoRequest>| async {
-                    Ok::<_, Status>(Response::new(p::GetServerInfoResponse {
-                        server_info: Some(server_info()),
-                    }))
+                let svc = tower::service_fn(move |_: Request<p::GetServerInfoRequest>| {
+                    let info = info.clone();
+                    async move {
+                        Ok::<_, Status>(Response::new(p::GetServerInfoResponse {
+                            server_info: Some(info),
+                        }))
+                    }
                 });
                 tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
                     .unary(svc, req)
@@ -155,6 +162,16 @@ fn answer(seen: Seen, req: http::Request<hyper::body::Incoming>) -> HttpFuture {
 /// Starts a listener on `addr` (port 0 for a fresh one) presenting `genuine` (or a
 /// foreign leaf) as `behaviour` says.
 pub(crate) async fn listen(addr: SocketAddr, genuine: &Leaf, behaviour: Behaviour) -> Listener {
+    listen_with(addr, genuine, behaviour, server_info()).await
+}
+
+/// [`listen`] with the GetServerInfo answer given.
+pub(crate) async fn listen_with(
+    addr: SocketAddr,
+    genuine: &Leaf,
+    behaviour: Behaviour,
+    info: p::ServerInfo,
+) -> Listener {
     let foreign = leaf();
     let presented = if behaviour == Behaviour::ForeignLeaf {
         &foreign
@@ -205,12 +222,13 @@ pub(crate) async fn listen(addr: SocketAddr, genuine: &Leaf, behaviour: Behaviou
             let Ok((tcp, _)) = listener.accept().await else {
                 return;
             };
-            let (acceptor, seen) = (acceptor.clone(), seen2.clone());
+            let (acceptor, seen, info) = (acceptor.clone(), seen2.clone(), info.clone());
             connections.spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
-                let service = hyper::service::service_fn(move |req| answer(seen.clone(), req));
+                let service =
+                    hyper::service::service_fn(move |req| answer(seen.clone(), info.clone(), req));
                 let _ =
                     hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
                         .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
@@ -426,7 +444,9 @@ async fn a_stalled_handshake_is_tls_handshake_within_the_connect_timeout() {
         .unwrap();
     let provider = Counting::default();
     let started = std::time::Instant::now();
-    let err = open_session(&target(addr, &genuine), &provider, &quick).await.unwrap_err();
+    let err = open_session(&target(addr, &genuine), &provider, &quick)
+        .await
+        .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::TLS_HANDSHAKE), "{err}");
     assert!(err.is(Kind::TlsPolicy));
     assert!(started.elapsed() < Duration::from_secs(5));
