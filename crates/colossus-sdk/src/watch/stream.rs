@@ -54,8 +54,8 @@ pub struct ReconnectInfo<'a> {
 ///   sequence fails with [`Kind::WatchGap`];
 /// - after an `UNAVAILABLE` failure it reconnects from [`last_sequence`](Self::last_sequence)
 ///   under the retry policy (attempts and elapsed time, both restarted by every delivered
-///   event); once spent it fails with `WATCH_RECONNECTS_EXHAUSTED`; any other failure
-///   ends it at once;
+///   event); once spent it fails with the last failure (`WATCH_RECONNECTS_EXHAUSTED`
+///   when the stream only kept closing cleanly); any other failure ends it at once;
 /// - a stream that closes cleanly ends the watch only when GetRun shows the same run
 ///   terminal at exactly the delivered cursor; a still-running run is resumed.
 ///
@@ -297,7 +297,8 @@ impl Driver {
                 self.pause(plan.delay, plan.attempt, Some(&err)).await;
                 Ok(())
             }
-            None => Err(exhausted(Some(err))),
+            // The last failure is the one to report (docs/requirements.md, S9).
+            None => Err(err),
         }
     }
 
@@ -320,7 +321,7 @@ impl Driver {
                     self.pause(plan.delay, plan.attempt, None).await;
                     Ok(false)
                 }
-                None => Err(exhausted(None)),
+                None => Err(exhausted()),
             },
         }
     }
@@ -355,18 +356,11 @@ impl Driver {
     }
 }
 
-fn exhausted(cause: Option<Error>) -> Error {
-    let message = match &cause {
-        Some(_) => "the watch's reconnect budget is spent",
-        None => "the watch kept closing before the run ended",
-    };
-    let err = Error::local(
+/// The budget ran out after clean closes only: with no failure to report, say so.
+fn exhausted() -> Error {
+    Error::local(
         Kind::Transport,
         reasons::WATCH_RECONNECTS_EXHAUSTED,
-        message,
-    );
-    match cause {
-        Some(c) => err.with_source(c),
-        None => err,
-    }
+        "the watch kept closing before the run ended",
+    )
 }

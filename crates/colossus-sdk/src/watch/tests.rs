@@ -311,8 +311,11 @@ async fn reconnects_stop_when_the_attempts_are_spent() {
         vec![],
     );
     let err = drain(&c).await.1.unwrap();
-    assert_eq!(err.reason(), Some(reasons::WATCH_RECONNECTS_EXHAUSTED));
-    assert!(!err.is_retryable());
+    assert!(
+        err.is(Kind::Transport),
+        "the last failure is reported: {err}"
+    );
+    assert_eq!(err.code(), Some(Code::Unavailable));
     assert_eq!(fake.opened_after.lock().unwrap().len(), 3, "max_attempts 3");
 }
 
@@ -342,6 +345,21 @@ async fn a_clean_close_of_a_running_run_resumes_and_the_end_is_reconciled() {
     assert_eq!(watch.reconnects(), 1);
     assert_eq!(*hooks.lock().unwrap(), vec![(1, 1, false)]);
     assert_eq!(*fake.opened_after.lock().unwrap(), vec![0, 1]);
+}
+
+#[tokio::test]
+async fn clean_closes_of_a_running_run_spend_the_budget_then_fail() {
+    let (c, _) = client(
+        vec![vec![], vec![], vec![]],
+        vec![
+            run(RunStatus::Running, 0),
+            run(RunStatus::Running, 0),
+            run(RunStatus::Running, 0),
+        ],
+    );
+    let err = drain(&c).await.1.unwrap();
+    assert_eq!(err.reason(), Some(reasons::WATCH_RECONNECTS_EXHAUSTED));
+    assert!(err.is(Kind::Transport) && !err.is_retryable());
 }
 
 #[tokio::test]
