@@ -66,18 +66,19 @@ impl CredentialProvider for InMemoryCredentialProvider {
 }
 
 /// Asks `provider` for the bearer; a failure that is not already a credential error
-/// becomes `PROVIDER_FAILED` (its cause kept as the source, never in the message).
+/// becomes `PROVIDER_FAILED`. The provider's own error is dropped, not kept as the source:
+/// its text may hold the very secret it failed to deliver, and `Debug` shows sources.
 pub(crate) async fn load_bearer(provider: &dyn CredentialProvider) -> Result<Bearer> {
     provider.bearer().await.map_err(|e| {
         if e.is(Kind::Credential) {
             e
         } else {
+            tracing::debug!(kind = ?e.kind(), "the credential provider failed");
             Error::local(
                 Kind::Credential,
                 reasons::PROVIDER_FAILED,
                 "the credential provider failed",
             )
-            .with_source(e)
         }
     })
 }
@@ -175,18 +176,27 @@ mod keyring_provider {
 mod tests {
     use super::*;
 
+    const SECRET: &str = "cb1_the-secret-the-provider-failed-to-deliver";
+
     struct Failing;
     impl CredentialProvider for Failing {
         fn bearer(&self) -> BoxFuture<'_, Result<Bearer>> {
-            Box::pin(async { Err(Error::local(Kind::Internal, "", "vault down")) })
+            Box::pin(async {
+                Err(Error::local(
+                    Kind::Internal,
+                    "",
+                    format!("vault down: {SECRET}"),
+                ))
+            })
         }
     }
 
     #[tokio::test]
-    async fn a_failing_provider_is_a_credential_error() {
+    async fn a_failing_provider_is_a_credential_error_that_does_not_repeat_its_text() {
         let err = load_bearer(&Failing).await.unwrap_err();
         assert!(err.is(Kind::Credential));
         assert_eq!(err.reason(), Some(reasons::PROVIDER_FAILED));
+        assert!(!format!("{err} {err:?}").contains(SECRET));
         let bearer = Bearer::new("b".repeat(40)).unwrap();
         let got = load_bearer(&InMemoryCredentialProvider::new(bearer))
             .await
