@@ -1,12 +1,15 @@
 """Cargo's build cache for the Rust workspace, kept outside the clone and shared by sessions.
 
 A fresh clone (CI's) has no `target/`, so every session would compile the whole dependency
-tree again (a few minutes on two cores). Here every cargo command of the sessions builds
-into `~/.cache/colossus-sdks/cargo-target/<digest of Cargo.lock>/`: a clone with the same
-lock file reuses the compiled dependencies, and a lock change starts a new folder instead
-of mixing two dependency sets. The few most recently used folders are kept, the rest
-removed. Downloads stay in cargo's own home (`CARGO_HOME`, `~/.cargo` by default), which
-is outside the clone too.
+tree again (minutes on two cores). Here every cargo command of the sessions (and the
+conformance run's build of the Rust client) builds into `~/.cache/colossus-sdks/cargo-target/`:
+a fresh clone reuses the compiled dependencies. One folder serves every Cargo.lock: cargo
+names each compiled unit by a hash of its exact version, features and flags, so a lock
+change compiles only what changed, and two locks never mix. (A folder per lock digest was
+tried first: every lock edit then cost a cold release build of the whole tree, 8 minutes
+here.) Cargo never deletes old units, so the folder is emptied when it grows past
+`MAX_BYTES`. Downloads stay in cargo's own home (`CARGO_HOME`, `~/.cargo` by default),
+outside the clone too.
 
 Each session runs `cargo fetch --locked` once and then builds with `--locked --offline`,
 so a build never resolves or downloads anything the lock file does not name.
@@ -18,49 +21,33 @@ builds instead of corrupting them.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import time
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).resolve().parent.parent
-LOCK = ROOT / "Cargo.lock"
-# Target folders kept besides the current one (an older lock on another branch).
-KEEP = 2
+# A fresh build of the workspace (debug and release, every feature) is about 2 GiB.
+MAX_BYTES = 12 << 30
 OFFLINE = ["--locked", "--offline"]
 
 
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "colossus-sdks" / "cargo-target"
-
-
 def target_dir() -> Path:
-    """The target folder for the current Cargo.lock (created; older ones pruned)."""
+    """The shared target folder (created; emptied first when it grew past MAX_BYTES)."""
     override = os.environ.get("COLOSSUS_CARGO_TARGET_DIR")
     if override:
         return Path(override)
-    digest = hashlib.sha256(LOCK.read_bytes()).hexdigest()[:16]
-    target = cache_root() / digest
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    target = Path(base) / "colossus-sdks" / "cargo-target"
+    if target.is_dir() and _size(target) > MAX_BYTES:
+        shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True, exist_ok=True)
-    os.utime(target)  # the folder's mtime says when a session last used it
-    _prune(target)
     return target
 
 
-def _prune(current: Path) -> None:
-    others = sorted(
-        (p for p in current.parent.iterdir() if p.is_dir() and p != current),
-        key=lambda p: p.stat().st_mtime,
-        reverse=True,
-    )
-    for old in others[KEEP:]:
-        # A folder unused for a day is not in use by a build of another lane.
-        if time.time() - old.stat().st_mtime > 86_400:
-            shutil.rmtree(old, ignore_errors=True)
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def cargo_env() -> dict[str, str]:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._cargo import fetch
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +46,11 @@ def conformance(session: nox.Session) -> None:
     # Runner arguments for a run of many sessions, where `--` would reach every session
     # (bench_ci: `--results-dir DIR --jobs 1`).
     extra = shlex.split(os.environ.get("COLOSSUS_CONFORMANCE_ARGS", ""))
-    session.run("colossus-conformance", "--suite-dir", str(ROOT / "conformance"), *extra, *session.posargs)
+    # The Rust client builds (--offline) into the shared cargo cache outside the clone.
+    env = fetch(session)
+    session.run(
+        "colossus-conformance", "--suite-dir", str(ROOT / "conformance"), *extra, *session.posargs, env=env
+    )
 
 
 @nox.session
@@ -56,7 +61,7 @@ def conformance_mutants(session: nox.Session) -> None:
     install_local(session, "conformance", "sdk/python")
     session.run(
         "python", "-m", "colossus_conformance.mutation", "--suite-dir", str(ROOT / "conformance"),
-        *session.posargs,
+        *session.posargs, env=fetch(session),
     )
 
 
