@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// An option that does not apply to a call is an error naming it, never silently ignored
+// An option that does not apply to a call is an error naming it, never silently ignored (S8)
 // (issue 26: Create with WithPageSize and Get with WithIdempotencyKey returned nil errors).
 func TestAnOptionThatDoesNotApplyIsRefusedByName(t *testing.T) {
 	ctx := context.Background()

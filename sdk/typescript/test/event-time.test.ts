@@ -1,4 +1,4 @@
-// Event time in its native type, with the worker's full precision kept, and the documented
+// Event time in its native type (S8), with the worker's full precision kept, and the documented
 // limit of sequences (2^53 - 1, docs/requirements.md S9) (issue 26).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

@@ -1,5 +1,5 @@
 """Public classes show the module users import, and enum-typed arguments take their names
-under ``mypy --strict`` as they do at run time (issue 26)."""
+under ``mypy --strict`` as they do at run time (S8, issue 26)."""
 
 from __future__ import annotations
 
