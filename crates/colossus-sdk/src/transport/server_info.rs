@@ -1,6 +1,8 @@
 //! GetServerInfo, the first call on every session (C6): authenticated, bounded by the
 //! connect timeout, and checked against the target before the session is used.
 
+use std::time::Instant;
+
 use tonic::transport::Channel;
 
 use super::Target;
@@ -10,6 +12,7 @@ use crate::model::ServerInfo;
 use crate::options::ClientOptions;
 use crate::proto::GetServerInfoRequest;
 use crate::proto::system_service_client::SystemServiceClient;
+use crate::retry::Backoff;
 use crate::status::{self, CallKind};
 use crate::trust::bearer::Bearer;
 use crate::{Error, Kind, Result, reasons};
@@ -17,7 +20,33 @@ use crate::{Error, Kind, Result, reasons};
 /// The contract's package; the only one this SDK speaks.
 pub(crate) const API_PACKAGE: &str = "colossus.api.v1alpha1";
 
+/// GetServerInfo, authenticated; an `UNAVAILABLE` answer is retried under the client's
+/// retry policy like any read (each retry is a new call; tonic reconnects through the
+/// pinned connector, so a trust refusal on the way ends the loop at once).
 pub(super) async fn fetch(
+    channel: &Channel,
+    bearer: &Bearer,
+    options: &ClientOptions,
+    trust: &TrustState,
+) -> Result<ServerInfo> {
+    let mut backoff = Backoff::new(*options.retry());
+    loop {
+        let err = match fetch_once(channel, bearer, options, trust).await {
+            Ok(info) => return Ok(info),
+            Err(e) => e,
+        };
+        if !err.is_retryable() {
+            return Err(err);
+        }
+        let reached_worker = err.reason() != Some(reasons::UNREACHABLE);
+        match backoff.next(reached_worker, Instant::now()) {
+            Some(delay) => tokio::time::sleep(delay).await,
+            None => return Err(err),
+        }
+    }
+}
+
+async fn fetch_once(
     channel: &Channel,
     bearer: &Bearer,
     options: &ClientOptions,

@@ -69,12 +69,17 @@ pub(crate) enum Behaviour {
 
 /// What a listener saw: every request's method and authorization header.
 #[derive(Clone, Default)]
-pub(crate) struct Seen(Arc<Mutex<Log>>);
+pub(crate) struct Seen(Arc<Mutex<Log>>, Arc<AtomicUsize>);
 
 /// (method, authorization header) of each request.
 type Log = Vec<(String, Option<String>)>;
 
 impl Seen {
+    /// Makes the next `n` GetServerInfo calls fail with UNAVAILABLE.
+    pub(crate) fn fail_server_info(&self, n: usize) {
+        self.1.store(n, Ordering::SeqCst);
+    }
+
     pub(crate) fn requests(&self) -> Log {
         self.0.lock().unwrap().clone()
     }
@@ -127,6 +132,14 @@ fn answer(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         seen.0.lock().unwrap().push((method.clone(), auth));
+        let fail = method == "GetServerInfo"
+            && seen
+                .1
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+        if fail {
+            return Ok(Status::unavailable("not yet").into_http());
+        }
         Ok(match method.as_str() {
             "GetServerInfo" => {
                 let svc = tower::service_fn(move |_: Request<p::GetServerInfoRequest>| {
@@ -452,4 +465,43 @@ async fn a_stalled_handshake_is_tls_handshake_within_the_connect_timeout() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(provider.0.load(Ordering::SeqCst), 0);
     holder.abort();
+}
+
+#[tokio::test]
+async fn get_server_info_is_retried_on_unavailable_within_the_policy() {
+    let genuine = leaf();
+    let worker = listen(any_port(), &genuine, Behaviour::Genuine).await;
+    worker.seen.fail_server_info(2);
+    let quick = ClientOptions::builder()
+        .retry(
+            crate::options::RetryPolicy::builder()
+                .initial_backoff(Duration::from_millis(1))
+                .max_attempts(3)
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let session = open_session(&target(worker.addr, &genuine), &Counting::default(), &quick)
+        .await
+        .unwrap();
+    assert_eq!(session.server_info().instance_id, INSTANCE);
+    let calls = worker
+        .seen
+        .requests()
+        .iter()
+        .filter(|(m, _)| m == "GetServerInfo")
+        .count();
+    assert_eq!(calls, 3);
+
+    worker.seen.fail_server_info(1);
+    let once = ClientOptions::builder()
+        .retry(crate::options::RetryPolicy::none())
+        .build()
+        .unwrap();
+    let err = open_session(&target(worker.addr, &genuine), &Counting::default(), &once)
+        .await
+        .unwrap_err();
+    assert!(err.is(Kind::Transport), "{err}");
+    assert_eq!(err.code(), Some(crate::Code::Unavailable));
 }
