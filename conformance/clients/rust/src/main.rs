@@ -156,7 +156,7 @@ async fn serve(mut bearers: File) -> i32 {
                 "protocol_version": PROTOCOL_VERSION,
                 "sdk": "rust",
                 "sdk_version": colossus_sdk::VERSION,
-                "features": ["daemon", "reconnect_hook", "artifacts", "credential_calls"],
+                "features": ["daemon", "sidecar", "reconnect_hook", "artifacts", "credential_calls"],
                 "retry_budget": steps::retry_budget(),
             })),
             Some("shutdown") => return 0,

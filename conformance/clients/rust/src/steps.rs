@@ -14,7 +14,7 @@ use colossus_sdk::model::{
     ListRunsQuery, PlanAction, PlanActionKind, ResearchOptions, RunMode, RunStatus,
 };
 use colossus_sdk::options::ClientOptions;
-use colossus_sdk::placement::DaemonOptions;
+use colossus_sdk::placement::{DaemonOptions, SidecarOptions};
 use colossus_sdk::{Bearer, Client, Kind};
 use futures_util::StreamExt as _;
 use serde_json::{Map, Value, json};
@@ -247,7 +247,23 @@ impl CaseRun {
                 .cloned()
                 .ok_or_else(|| unsupported(format!("unknown connection {name}")))?;
             let client = if spec["placement"] == "sidecar" {
-                return Err(unsupported("the SDK has no sidecar placement yet"));
+                let command = strings(&spec["worker_command"]);
+                let Some((executable, extra)) = command.split_first() else {
+                    return Err(unsupported("empty worker_command"));
+                };
+                let grant = &spec["grant"];
+                let options = SidecarOptions::builder(
+                    executable,
+                    spec["application_id"].as_str().unwrap_or_default(),
+                )
+                .client_options(client_options())
+                .extra_args(extra.to_vec())
+                .scopes(strings(&grant["scopes"]))
+                .roles(strings(&grant["roles"]))
+                .tools(strings(&grant["tools"]))
+                .state_dir(spec["state_dir"].as_str().unwrap_or_default())
+                .build()?;
+                Client::start_sidecar(options).await?
             } else {
                 let provider = self
                     .providers
