@@ -52,6 +52,7 @@ mod proto;
 pub mod reasons;
 mod retry;
 mod runs;
+pub mod security;
 mod status;
 mod transport;
 mod trust;
