@@ -75,9 +75,9 @@ class ErrorReason(str, enum.Enum):
 
 class LocalReason(str, enum.Enum):
     """Reasons the SDK gives to failures it detects itself (``code`` is ``None``, except
-    ``UNREACHABLE``, ``ABORTED`` and a watch whose reconnects ran out, which keep the
-    transport's code). The same names in every SDK; ``docs/requirements.md`` (S9) lists
-    which failure carries which reason and error kind.
+    ``UNREACHABLE``, which keeps the transport's ``UNAVAILABLE``). The same names in every
+    SDK; the table of local reasons in ``docs/requirements.md`` says which failure carries
+    which reason and error kind.
     """
 
     # trust (C1-C4, C6)
