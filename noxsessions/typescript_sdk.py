@@ -277,6 +277,12 @@ def typescript_conformance_runtimes(session: nox.Session) -> None:
     for name, node in nodes.items():
         path = os.pathsep.join([str(node.parent), os.environ.get("PATH", "")])
         env = {"PATH": f"{session.bin}{os.pathsep}{path}"}
+        # The client's command is `node dist/client.js`: check which node that finds.
+        found = session.run("sh", "-c", "node --version", env=env, external=True, silent=True)
+        wanted = session.run(str(node), "--version", external=True, silent=True)
+        if str(found).strip() != str(wanted).strip():
+            session.error(f"`node` on PATH is {str(found).strip()}, not {name} ({str(wanted).strip()})")
+        session.log(f"typescript column on {name}: node {str(found).strip()}")
         session.run(
             "colossus-conformance", "--suite-dir", str(ROOT / "conformance"), "--sdk", "typescript",
             "--results-dir", str(results / name), *session.posargs, env=env,
