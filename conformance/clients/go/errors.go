@@ -75,21 +75,9 @@ func errorView(err error) map[string]any {
 	return view
 }
 
-// grpcCodeName is the upper-case name of a status code, as the protocol spells it.
-func grpcCodeName(c codes.Code) string {
-	names := map[codes.Code]string{
-		codes.Canceled: "CANCELLED", codes.Unknown: "UNKNOWN", codes.InvalidArgument: "INVALID_ARGUMENT",
-		codes.DeadlineExceeded: "DEADLINE_EXCEEDED", codes.NotFound: "NOT_FOUND", codes.AlreadyExists: "ALREADY_EXISTS",
-		codes.PermissionDenied: "PERMISSION_DENIED", codes.ResourceExhausted: "RESOURCE_EXHAUSTED",
-		codes.FailedPrecondition: "FAILED_PRECONDITION", codes.Aborted: "ABORTED", codes.OutOfRange: "OUT_OF_RANGE",
-		codes.Unimplemented: "UNIMPLEMENTED", codes.Internal: "INTERNAL", codes.Unavailable: "UNAVAILABLE",
-		codes.DataLoss: "DATA_LOSS", codes.Unauthenticated: "UNAUTHENTICATED",
-	}
-	if n, ok := names[c]; ok {
-		return n
-	}
-	return c.String()
-}
+// grpcCodeName is the upper-case name of a status code, as the protocol spells it (the
+// SDK's own spelling, the same in every SDK).
+func grpcCodeName(c codes.Code) string { return colossus.CodeName(c) }
 
 func truncate(s string, n int) string {
 	if len(s) > n {
