@@ -86,12 +86,15 @@ def _release(session: nox.Session, *, dry_run: bool) -> None:
     ]
     for name, output in _round_trips(session, tmp, runners):
         session.log(f"round trip, {name}:\n{output.rstrip()}")
+    _log_sizes(session, artifacts)
     # The Rust crate last: it has no round trip here yet (crates/colossus-sdk's own tests
     # run against the worker), so the three above are proven whatever its state.
-    artifacts += _rust_artifact(session, DIST / "rust", dry_run=dry_run)
-    session.log("artifacts:")
+    _log_sizes(session, _rust_artifact(session, DIST / "rust", dry_run=dry_run))
+
+
+def _log_sizes(session: nox.Session, artifacts: list[Path]) -> None:
     for path in artifacts:
-        session.log(f"  {path.stat().st_size:>10,} bytes  {path.relative_to(ROOT)}")
+        session.log(f"artifact {path.stat().st_size:>10,} bytes  {path.relative_to(ROOT)}")
 
 
 # --- building -------------------------------------------------------------------------
