@@ -69,12 +69,12 @@ impl GrpcBackend {
     }
 }
 
-/// An authorized request, refused locally when it is over the advertised request cap.
-fn request<T: Message>(session: &dyn GrpcSession, message: T) -> Result<tonic::Request<T>> {
+/// C7: a message over the advertised request cap is refused before anything is sent.
+/// The cap counts the encoded message, not gRPC's 5-byte length prefix, and is inclusive:
+/// a message of exactly `limit` bytes is sent (as the worker and the Go SDK count it;
+/// conformance limits.request-exactly-at-advertised-cap).
+fn check_cap(session: &dyn GrpcSession, message: &impl Message) -> Result<()> {
     let limit = session.server_info().limits.max_request_bytes;
-    // The cap counts the encoded message, not gRPC's 5-byte length prefix, and is
-    // inclusive: a message of exactly `limit` bytes is sent (as the worker and the Go SDK
-    // count it; conformance limits.request-exactly-at-advertised-cap).
     let size = message.encoded_len() as u64;
     if limit > 0 && size > limit {
         return Err(Error::local(
@@ -84,6 +84,12 @@ fn request<T: Message>(session: &dyn GrpcSession, message: T) -> Result<tonic::R
         )
         .with_metadata("limit", limit.to_string()));
     }
+    Ok(())
+}
+
+/// An authorized request, refused locally when it is over the advertised request cap.
+fn request<T: Message>(session: &dyn GrpcSession, message: T) -> Result<tonic::Request<T>> {
+    check_cap(session, &message)?;
     let mut req = tonic::Request::new(message);
     session.authorize(req.metadata_mut())?;
     Ok(req)
@@ -273,6 +279,11 @@ impl Backend for GrpcBackend {
             parts.extend(data.chunks(chunk).map(|c| proto::UploadArtifactRequest {
                 part: Some(Part::Chunk(c.to_vec())),
             }));
+            // Every message of the stream is held to the cap, the manifest first: a
+            // refused upload is not even a call.
+            for part in &parts {
+                check_cap(&*s, part)?;
+            }
             let mut req = tonic::Request::new(tokio_stream::iter(parts));
             s.authorize(req.metadata_mut())?;
             let resp = artifacts(&*s)

@@ -454,6 +454,7 @@ async fn capability_gates_send_nothing() {
 async fn a_request_over_the_advertised_cap_is_refused_locally() {
     let mut info = ServerInfo::default();
     info.limits.max_request_bytes = 64;
+    info.capabilities.push(capabilities::ARTIFACTS.to_owned());
     let (client, fake) = start(Script::default(), info, fast()).await;
     let err = client
         .runs()
@@ -462,4 +463,12 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
     assert!(fake.seen("CreateRun").is_empty());
+    // An upload's manifest alone (a 64-digit SHA-256) is over 64 bytes: nothing is sent.
+    let err = client
+        .artifacts()
+        .upload(b"x", "text/plain")
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
+    assert!(fake.0.lock().unwrap().seen.is_empty());
 }

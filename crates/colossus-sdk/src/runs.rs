@@ -224,14 +224,27 @@ impl<'c> Runs<'c> {
         }
     }
 
-    /// Only the run's output text, piece by piece, from the start.
+    /// Only the run's output text, piece by piece, from the start. An error (a gap, say)
+    /// ends it after the text delivered before it.
     pub fn text_stream(&self, run_id: &str) -> BoxStream<'static, Result<String>> {
-        Box::pin(self.watch(run_id).filter_map(|event| async move {
-            match event {
-                Ok(e) => e.output_text().map(|t| Ok(t.to_owned())),
-                Err(e) => Some(Err(e)),
-            }
-        }))
+        self.text_stream_after(run_id, 0)
+    }
+
+    /// Only the output text released after `after_sequence`.
+    pub fn text_stream_after(
+        &self,
+        run_id: &str,
+        after_sequence: u64,
+    ) -> BoxStream<'static, Result<String>> {
+        Box::pin(
+            self.watch_after(run_id, after_sequence)
+                .filter_map(|event| async move {
+                    match event {
+                        Ok(e) => e.output_text().map(|t| Ok(t.to_owned())),
+                        Err(e) => Some(Err(e)),
+                    }
+                }),
+        )
     }
 }
 
