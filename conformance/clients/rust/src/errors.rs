@@ -96,13 +96,17 @@ pub(crate) fn error_view(err: &StepError) -> Value {
                 .find(|(k, _, _)| e.is(*k))
                 .map(|(_, kind, name)| (*kind, format!("Kind::{name}")))
                 .unwrap_or_else(|| ("other", format!("Kind::{:?}", e.kind())));
-            json!({
+            let mut view = json!({
                 "kind": kind,
                 "grpc_code": e.code().map(|c| c.as_str()),
                 "reason": e.reason(),
                 "sdk_type": name,
                 "message": truncate(&e.to_string()),
-            })
+            });
+            if let Some(delay) = e.retry_delay() {
+                view["retry_delay_seconds"] = json!(delay.as_secs_f64());
+            }
+            view
         }
     }
 }

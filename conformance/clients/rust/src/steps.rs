@@ -381,6 +381,16 @@ impl CaseRun {
             }
             "list_runs" => list_runs(&client, args).await,
             "watch" => self.watch(&client, id, args, report, protocol).await,
+            "wait_run" => {
+                let watcher = with_idle_timeout(&client, args).map_err(|e| (None, e))?;
+                let run = watcher
+                    .runs()
+                    .wait(&arg_str(args, "run_id"))
+                    .await
+                    .map_err(fail)?;
+                Ok(json!({"run": run_view(&run)}))
+            }
+            "text_stream" => text_stream(&client, args).await,
             "upload_artifact" => {
                 let data = upload_bytes(args).map_err(|e| (None, e))?;
                 let media_type = arg_str(args, "media_type");
@@ -424,10 +434,6 @@ impl CaseRun {
         let until = args.get("until_kind").map(text_of);
         let limit = arg_u64(args, "max_events").map_err(|e| (None, e))?;
         let sync_after = arg_u64(args, "sync_after_events").map_err(|e| (None, e))?;
-        let idle = args
-            .get("idle_timeout_seconds")
-            .and_then(Value::as_f64)
-            .unwrap_or(20.0);
         let after = match arg_u64(args, "after_sequence") {
             Ok(after) => after.unwrap_or(0),
             Err(e) => {
@@ -437,14 +443,7 @@ impl CaseRun {
                 ));
             }
         };
-        // The step's idle timeout, on a handle that shares the connection.
-        let options = ClientOptions::builder()
-            .timeout(client.options().timeout())
-            .connect_timeout(client.options().connect_timeout())
-            .watch_idle_timeout(Some(Duration::from_secs_f64(idle.max(0.0))))
-            .build()
-            .map_err(|e| (None, StepError::Sdk(e)))?;
-        let watcher = client.with_options(options);
+        let watcher = with_idle_timeout(client, args).map_err(|e| (None, e))?;
         let hooks: Arc<std::sync::Mutex<Vec<Value>>> = Arc::default();
         let mut stream = watcher.runs().watch_after(&arg_str(args, "run_id"), after).on_reconnect({
             let hooks = hooks.clone();
@@ -498,6 +497,40 @@ impl CaseRun {
             Some(err) => Err((Some(value), err)),
         }
     }
+}
+
+/// A handle on the same connection whose watches (the step's own, or the one a helper
+/// opens) use the step's `idle_timeout_seconds` (default 20).
+fn with_idle_timeout(client: &Client, args: &Map<String, Value>) -> Result<Client, StepError> {
+    let idle = args
+        .get("idle_timeout_seconds")
+        .and_then(Value::as_f64)
+        .unwrap_or(20.0);
+    let options = ClientOptions::builder()
+        .timeout(client.options().timeout())
+        .connect_timeout(client.options().connect_timeout())
+        .rate_limit_retries(client.options().rate_limit_retries())
+        .watch_idle_timeout(Some(Duration::from_secs_f64(idle.max(0.0))))
+        .build()?;
+    Ok(client.with_options(options))
+}
+
+async fn text_stream(client: &Client, args: &Map<String, Value>) -> StepResult {
+    let after = arg_u64(args, "after_sequence")
+        .map_err(|e| (None, e))?
+        .unwrap_or(0);
+    let watcher = with_idle_timeout(client, args).map_err(|e| (None, e))?;
+    let mut stream = watcher
+        .runs()
+        .text_stream_after(&arg_str(args, "run_id"), after);
+    let mut texts: Vec<String> = Vec::new();
+    while let Some(piece) = stream.next().await {
+        match piece {
+            Ok(text) => texts.push(text),
+            Err(e) => return Err((Some(json!({"texts": texts, "completed": false})), e.into())),
+        }
+    }
+    Ok(json!({"texts": texts, "completed": true}))
 }
 
 async fn create_run(client: &Client, args: &Map<String, Value>) -> StepResult {
@@ -563,9 +596,23 @@ async fn create_run(client: &Client, args: &Map<String, Value>) -> StepResult {
         }
         request = request.research(ResearchOptions::new(depth, lanes));
     }
+    // The SDK's opt-in retry of a rate-limited create, on a handle with that option.
+    let mut creator = client.clone();
+    if let Some(n) = arg_u64(args, "rate_limit_retries").map_err(bad)? {
+        let n = u32::try_from(n)
+            .map_err(|_| bad(unsupported("rate_limit_retries does not fit u32")))?;
+        let options = ClientOptions::builder()
+            .timeout(client.options().timeout())
+            .connect_timeout(client.options().connect_timeout())
+            .watch_idle_timeout(client.options().watch_idle_timeout())
+            .rate_limit_retries(n)
+            .build()
+            .map_err(|e| bad(e.into()))?;
+        creator = client.with_options(options);
+    }
     let request = request.build();
     let key = request.idempotency_key().to_owned();
-    match client.runs().create(request).await {
+    match creator.runs().create(request).await {
         Ok(created) => Ok(json!({
             "run": run_view(&created.run),
             "replayed": created.replayed,
