@@ -178,6 +178,33 @@ fn trust_refusal(status: &tonic::Status) -> Option<Error> {
     None
 }
 
+/// Whether the call failed because its connection broke (the worker died or was cut
+/// mid-call). tonic reports that as UNKNOWN ("transport error"); every SDK reports it as
+/// UNAVAILABLE (S9), which also makes a read retryable and a mutation outcome-unknown.
+fn connection_lost(status: &tonic::Status) -> bool {
+    use std::io::ErrorKind as K;
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(cur) = next {
+        let hyper_closed = cur
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(|h| h.is_incomplete_message() || h.is_closed() || h.is_canceled());
+        let h2_broken = cur
+            .downcast_ref::<h2::Error>()
+            .is_some_and(|e| e.is_io() || e.is_go_away());
+        let io_broken = cur.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
+            )
+        });
+        if hyper_closed || h2_broken || io_broken {
+            return true;
+        }
+        next = cur.source();
+    }
+    false
+}
+
 /// Maps one failed call; `idempotency_key` is the create's key (also set on the error).
 pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Option<&str>) -> Error {
     if let Some(refusal) = trust_refusal(status) {
@@ -186,7 +213,10 @@ pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Optio
             None => refusal,
         };
     }
-    let code = code(status.code());
+    let code = match status.code() {
+        tonic::Code::Unknown if connection_lost(status) => Code::Unavailable,
+        c => code(c),
+    };
     if (code == Code::OutOfRange || code == Code::ResourceExhausted)
         && status.message().contains("message length too large")
     {

@@ -69,12 +69,25 @@ pub(crate) enum Behaviour {
 
 /// What a listener saw: every request's method and authorization header.
 #[derive(Clone, Default)]
-pub(crate) struct Seen(Arc<Mutex<Log>>, Arc<AtomicUsize>);
+pub(crate) struct Seen(
+    Arc<Mutex<Log>>,
+    Arc<AtomicUsize>,
+    Arc<std::sync::atomic::AtomicBool>,
+);
 
 /// (method, authorization header) of each request.
 type Log = Vec<(String, Option<String>)>;
 
 impl Seen {
+    /// Makes GetRun calls hang until the listener is dropped.
+    pub(crate) fn hang_get_run(&self) {
+        self.2.store(true, Ordering::SeqCst);
+    }
+
+    fn hangs(&self) -> bool {
+        self.2.load(Ordering::SeqCst)
+    }
+
     /// Makes the next `n` GetServerInfo calls fail with UNAVAILABLE.
     pub(crate) fn fail_server_info(&self, n: usize) {
         self.1.store(n, Ordering::SeqCst);
@@ -153,6 +166,10 @@ fn answer(
                 tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
                     .unary(svc, req)
                     .await
+            }
+            "GetRun" if req.uri().path().contains("RunService") && seen.hangs() => {
+                std::future::pending::<()>().await;
+                unreachable!()
             }
             "GetRun" => {
                 let svc = tower::service_fn(|r: Request<p::GetRunRequest>| async move {
@@ -504,4 +521,24 @@ async fn get_server_info_is_retried_on_unavailable_within_the_policy() {
         .unwrap_err();
     assert!(err.is(Kind::Transport), "{err}");
     assert_eq!(err.code(), Some(crate::Code::Unavailable));
+}
+
+#[tokio::test]
+async fn a_connection_lost_mid_call_is_unavailable() {
+    let genuine = leaf();
+    let worker = listen(any_port(), &genuine, Behaviour::Genuine).await;
+    let session = open_session(
+        &target(worker.addr, &genuine),
+        &Counting::default(),
+        &options(),
+    )
+    .await
+    .unwrap();
+    worker.seen.hang_get_run();
+    let call = tokio::spawn(async move { get_run(&session).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(worker); // the worker dies with the call in flight
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.is(Kind::Transport), "{err}");
+    assert_eq!(err.code(), Some(crate::Code::Unavailable), "{err}");
 }
