@@ -18,9 +18,13 @@ with --locked --offline after one `cargo fetch --locked`. Arguments after `--` g
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import json
 import os
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import nox
@@ -113,10 +117,46 @@ def rust_tests(session: nox.Session) -> None:
     session.run("cargo", "test", "--workspace", *OFFLINE, *session.posargs, external=True, env=env)
     if session.posargs:
         return
-    for name in examples():
-        session.run(
-            "cargo", "run", "-p", "colossus-sdk", "--example", name, *OFFLINE, external=True, env=env
+    with _dev_worker(env["COLOSSUS_REFERENCE_WORKER"]) as (daemon, bearer_file):
+        for name in examples():
+            command = ["cargo", "run", "-p", "colossus-sdk", "--example", name, *OFFLINE]
+            if name != "daemon":
+                session.run(*command, external=True, env=env)
+                continue
+            # The daemon example reads its identity from the environment and the bearer
+            # from stdin, as an installed application would from its own configuration.
+            session.log(" ".join(command) + " < " + str(bearer_file))
+            with open(bearer_file, "rb") as stdin:
+                subprocess.run(command, cwd=ROOT, env={**os.environ, **env, **daemon}, stdin=stdin, check=True)
+
+
+@contextlib.contextmanager
+def _dev_worker(worker: str) -> Iterator[tuple[dict[str, str], Path]]:
+    """A shared worker (`colossus-reference-worker dev`) for the daemon example: the
+    example's settings and the file holding the enrolled application's bearer."""
+    with tempfile.TemporaryDirectory(prefix="rust-examples-") as tmp:
+        os.chmod(tmp, 0o700)
+        process = subprocess.Popen(
+            [worker, "dev", "--public-api-dir", str(Path(tmp) / "api"), "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
+        try:
+            assert process.stdout is not None
+            info = json.loads(process.stdout.readline() or "{}")
+            if "instance_id" not in info:
+                raise RuntimeError("the reference worker's dev command printed no identity")
+            settings = {
+                "COLOSSUS_DIR": info["public_api_dir"],
+                "COLOSSUS_INSTANCE_ID": info["instance_id"],
+                "COLOSSUS_PIN": info["certificate_sha256"],
+            }
+            yield settings, Path(info["bearer"]["path"])
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 @nox.session
