@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import tarfile
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -222,7 +223,9 @@ def _go_from_proxy(session: nox.Session, where: Path) -> Runner:
         # else from the public proxy. A private module cache, so the release's zip is what
         # gets extracted, never an older copy of the same version.
         "GOPROXY": f"file://{DIST / 'go'},file://{cache}/cache/download,https://proxy.golang.org",
-        "GOMODCACHE": str(where / "modcache"),
+        # A new path on every run: the go command indexes module cache folders by path and
+        # version, so a reused path would serve an earlier release's file list.
+        "GOMODCACHE": tempfile.mkdtemp(prefix="modcache-", dir=where),
         "GOFLAGS": "-modcacherw",
         "GONOSUMDB": GO_MODULE,
         "GOPRIVATE": "",
