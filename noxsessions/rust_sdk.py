@@ -46,6 +46,7 @@ PACKAGE_FILES = [
     "Cargo.lock",
     ".cargo_vcs_info.json",
     "README.md",
+    "CHANGELOG.md",
     "LICENSE*",
     "src/*.rs",
     "src/**/*.rs",

@@ -14,7 +14,7 @@ import (
 )
 
 // Runs.Wait, Runs.TextStream, the create retry under CREATE_RATE_LIMIT and
-// Client.WithOptions (S10), against the SDK's own fake worker.
+// Client.WithOptions (S11), against the SDK's own fake worker.
 
 func fakeClient(t *testing.T) (*colossustest.FakeWorker, *colossus.Client) {
 	t.Helper()

@@ -7,7 +7,8 @@
 //! ([`Client::embedded`], with [`embedded::EmbeddedRuntime`] or a host's own
 //! [`backend::Backend`]). The rules are the client's, whatever the placement: request
 //! checks and capability gates before sending, read retries on `UNAVAILABLE` only,
-//! mutations sent once, exactly-once watches reconciled at their end, verified artifacts.
+//! mutations sent once, exactly-once watches reconciled at their end, verified artifacts
+//! (S10 in the repository's docs/requirements.md).
 //!
 //! ```
 //! # #[cfg(feature = "embedded")]

@@ -1,5 +1,5 @@
 /**
- * Helpers over the watch (S10): wait for a run's outcome, or read only its output text.
+ * Helpers over the watch (S11): wait for a run's outcome, or read only its output text.
  * Both follow the run through a {@link Watch}, so every watch rule holds (S1): each event
  * once and in order, a gap or altered replay fails, a clean close counts only once `GetRun`
  * confirms it, and retryable failures reconnect from the last delivered event.

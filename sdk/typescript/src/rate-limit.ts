@@ -1,5 +1,5 @@
 /**
- * The opt-in create retry under the worker's create rate limit (S10). A create refused with
+ * The opt-in create retry under the worker's create rate limit (S11). A create refused with
  * `RESOURCE_EXHAUSTED`/`CREATE_RATE_LIMIT` created nothing, so sending it again with the
  * same idempotency key is safe; the SDK does so only when the caller asks, after the delay
  * the worker named (its `RetryInfo`), or one refill period of the slower advertised bucket.

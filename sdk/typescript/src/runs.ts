@@ -1,4 +1,4 @@
-/** `client.runs`: create, get, list, watch, cancel and respond (S1-S4), wait and textStream (S10). */
+/** `client.runs`: create, get, list, watch, cancel and respond (S1-S4), wait and textStream (S11). */
 import type { RequestOptions } from "./connection.js";
 import * as convert from "./convert.js";
 import { AbortedError, invalidArgument } from "./errors.js";

@@ -1,4 +1,4 @@
-// runs.wait, runs.textStream, the create retry under CREATE_RATE_LIMIT and withOptions (S10),
+// runs.wait, runs.textStream, the create retry under CREATE_RATE_LIMIT and withOptions (S11),
 // against the SDK's own fake worker.
 import assert from "node:assert/strict";
 import { test } from "node:test";

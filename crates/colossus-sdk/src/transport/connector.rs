@@ -101,6 +101,17 @@ pub(crate) async fn connect(
             state.record(Violation::Handshake);
             return Err(Violation::Handshake.to_error());
         }
+        Ok(Err(e)) if state.violation().is_none() && closed_before_tls(&e) => {
+            // Nothing TLS was said, so nothing proves a policy refusal: a worker that
+            // is stopping or restarting. A retryable transport failure, as in Go.
+            return Err(Error::status(
+                Kind::Transport,
+                Code::Unavailable,
+                Some(reasons::UNREACHABLE.to_owned()),
+                format!("the worker at {addr} closed the connection before any TLS answer"),
+            )
+            .with_source(e));
+        }
         Ok(Err(e)) => {
             let mut v = state.violation().unwrap_or_else(|| classify(&e));
             if v == Violation::Handshake && speaks_tls12(addr, PROBE_TIMEOUT).await {
@@ -123,6 +134,20 @@ pub(crate) async fn connect(
         return Err(v.to_error());
     }
     Ok(TokioIo::new(tls))
+}
+
+/// The connection ended (closed or reset) before the server sent any TLS record: an
+/// I/O error that is not rustls's own verdict on something the server said.
+fn closed_before_tls(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    let said_something = e
+        .get_ref()
+        .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some());
+    !said_something
+        && matches!(
+            e.kind(),
+            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+        )
 }
 
 /// A failed handshake the verifier did not refuse: a server that speaks only TLS 1.2 (or

@@ -3,7 +3,7 @@
 Both follow the run through a :class:`Watch` (or :class:`AsyncWatch`), so they keep every
 rule of the watch (S1): each event once and in order, a gap or altered replay fails, a
 clean close counts only once ``GetRun`` confirms it, retryable failures reconnect from
-the last delivered event. Nothing here reads the stream a second way (S10).
+the last delivered event. Nothing here reads the stream a second way (S11).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""runs.wait, runs.text_stream and the create retry under CREATE_RATE_LIMIT (S10).
+"""runs.wait, runs.text_stream and the create retry under CREATE_RATE_LIMIT (S11).
 
 Against the SDK's own fake worker, so each also shows an application how to test its use.
 """
