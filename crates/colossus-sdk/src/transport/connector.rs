@@ -101,13 +101,19 @@ pub(crate) async fn connect(
             state.record(Violation::Handshake);
             return Err(Violation::Handshake.to_error());
         }
-        Ok(Err(e)) if state.violation().is_none() && closed_before_tls(&e) => {
-            // Nothing TLS was said, so nothing proves a policy refusal: a worker that
-            // is stopping or restarting. A retryable transport failure, as in Go.
+        // Closed before any TLS answer: a worker that is stopping or restarting, unless
+        // the probe shows a TLS 1.2 server (some end a TLS-1.3-only hello that way).
+        // Nothing TLS was said, so nothing else proves a policy refusal: a retryable
+        // transport failure that spends an attempt, as in Go.
+        Ok(Err(e))
+            if state.violation().is_none()
+                && closed_before_tls(&e)
+                && !speaks_tls12(addr, PROBE_TIMEOUT).await =>
+        {
             return Err(Error::status(
                 Kind::Transport,
                 Code::Unavailable,
-                Some(reasons::UNREACHABLE.to_owned()),
+                None,
                 format!("the worker at {addr} closed the connection before any TLS answer"),
             )
             .with_source(e));
