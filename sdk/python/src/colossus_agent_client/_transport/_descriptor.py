@@ -116,9 +116,30 @@ def load_json_object(raw: bytes, *, what: str, error: type[Exception]) -> dict[s
     except ValueError:
         # For example an integer past Python's digit limit for int(str).
         raise error(f"{what} holds a value this reader refuses (too long a number)") from None
+    if _nested_too_deeply(value):
+        raise error(f"{what} is nested too deeply")
     if not isinstance(value, dict):
         raise error(f"{what} must be a JSON object")
     return value
+
+
+# Nesting bound shared with the Go and Rust readers; Python's own recursion limit differs
+# between versions (3.13 parses 5,000 levels that 3.11 refuses), so it cannot be the rule.
+_MAX_JSON_DEPTH = 32
+
+
+def _nested_too_deeply(value: object) -> bool:
+    """Whether any value sits deeper than ``_MAX_JSON_DEPTH`` (the root is depth 0)."""
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > _MAX_JSON_DEPTH:
+            return True
+        if isinstance(item, dict):
+            pending.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in item)
+    return False
 
 
 def parse_descriptor(raw: bytes) -> Descriptor:
