@@ -3,13 +3,12 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use crate::artifacts::Artifacts;
 use crate::backend::Backend;
 use crate::model::ServerInfo;
 use crate::options::{ClientOptions, RetryPolicy};
-use crate::retry::Backoff;
+use crate::retry::read_with_retries;
 use crate::runs::Runs;
 use crate::{Code, Error, Kind, Result, reasons};
 
@@ -160,23 +159,24 @@ impl Client {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut budget = Backoff::new(policy.unwrap_or(*self.options.retry()));
-        loop {
-            let err = match self.timed(attempt()).await {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
+        let policy = policy.unwrap_or(*self.options.retry());
+        let mut first = true;
+        read_with_retries(what, policy, || {
+            // A retry finds a client closed during the pause before it closed.
+            let closed = if std::mem::take(&mut first) {
+                None
+            } else {
+                self.backend().err()
             };
-            if !err.is_retryable_read() {
-                return Err(err);
+            let call = attempt();
+            async move {
+                match closed {
+                    Some(e) => Err(e),
+                    None => self.timed(call).await,
+                }
             }
-            let reached = err.reason() != Some(reasons::UNREACHABLE);
-            let Some(delay) = budget.next(reached, Instant::now()) else {
-                return Err(err);
-            };
-            tracing::info!(call = what, ?delay, "retrying read");
-            tokio::time::sleep(delay).await;
-            self.backend()?;
-        }
+        })
+        .await
     }
 
     /// A mutation: sent once; a transport failure after it may have reached the worker

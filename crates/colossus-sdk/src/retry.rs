@@ -1,8 +1,42 @@
-//! The retry budget of reads and watch reconnects, with no I/O: the caller sleeps.
+//! The retry budget of reads and watch reconnects ([`Backoff`], no I/O), and the one loop
+//! that spends it on a read ([`read_with_retries`]): connect, GetServerInfo and the
+//! client's reads all retry through it.
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use crate::options::RetryPolicy;
+use crate::{Result, reasons};
+
+/// Runs `attempt` until it succeeds, fails with an error a read may not retry (anything but
+/// an `UNAVAILABLE` transport failure), or `policy` is spent; then the last error is
+/// returned. A worker that cannot be reached at all spends time but no attempt.
+pub(crate) async fn read_with_retries<T, F, Fut>(
+    what: &'static str,
+    policy: RetryPolicy,
+    mut attempt: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut budget = Backoff::new(policy);
+    loop {
+        let err = match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        if !err.is_retryable_read() {
+            return Err(err);
+        }
+        let reached_worker = err.reason() != Some(reasons::UNREACHABLE);
+        let Some(delay) = budget.next(reached_worker, Instant::now()) else {
+            return Err(err);
+        };
+        tracing::info!(call = what, ?delay, "retrying read");
+        tokio::time::sleep(delay).await;
+    }
+}
 
 /// While the worker cannot be reached at all (it is restarting) retries spend no attempt,
 /// so their delay ceiling stops growing at one second.

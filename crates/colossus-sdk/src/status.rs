@@ -16,31 +16,31 @@ const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
 
 /// `google.rpc.Status`.
 #[derive(Clone, PartialEq, Message)]
-struct RpcStatus {
+pub(crate) struct RpcStatus {
     #[prost(int32, tag = "1")]
-    code: i32,
+    pub(crate) code: i32,
     #[prost(string, tag = "2")]
-    message: String,
+    pub(crate) message: String,
     #[prost(message, repeated, tag = "3")]
-    details: Vec<prost_types::Any>,
+    pub(crate) details: Vec<prost_types::Any>,
 }
 
 /// `google.rpc.ErrorInfo`.
 #[derive(Clone, PartialEq, Message)]
-struct ErrorInfo {
+pub(crate) struct ErrorInfo {
     #[prost(string, tag = "1")]
-    reason: String,
+    pub(crate) reason: String,
     #[prost(string, tag = "2")]
-    domain: String,
+    pub(crate) domain: String,
     #[prost(map = "string, string", tag = "3")]
-    metadata: HashMap<String, String>,
+    pub(crate) metadata: HashMap<String, String>,
 }
 
 /// `google.rpc.RetryInfo`.
 #[derive(Clone, PartialEq, Message)]
-struct RetryInfo {
+pub(crate) struct RetryInfo {
     #[prost(message, optional, tag = "1")]
-    retry_delay: Option<prost_types::Duration>,
+    pub(crate) retry_delay: Option<prost_types::Duration>,
 }
 
 /// Whether an ambiguous failure leaves the call's effect unknown.

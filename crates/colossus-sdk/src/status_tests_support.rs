@@ -1,35 +1,17 @@
-//! Encoders of `google.rpc` details for tests that build a refusal by hand.
+//! Encoders of `google.rpc` details for tests that build a refusal by hand, over the same
+//! message definitions the status mapping decodes.
+
+use std::collections::HashMap;
 
 use prost::Message;
 
-#[derive(Clone, PartialEq, Message)]
-struct RpcStatus {
-    #[prost(int32, tag = "1")]
-    code: i32,
-    #[prost(string, tag = "2")]
-    message: String,
-    #[prost(message, repeated, tag = "3")]
-    details: Vec<prost_types::Any>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct ErrorInfo {
-    #[prost(string, tag = "1")]
-    reason: String,
-    #[prost(string, tag = "2")]
-    domain: String,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct RetryInfo {
-    #[prost(message, optional, tag = "1")]
-    retry_delay: Option<prost_types::Duration>,
-}
+use crate::status::{ErrorInfo, RetryInfo, RpcStatus};
 
 pub(crate) fn error_info(reason: &str) -> Vec<u8> {
     ErrorInfo {
         reason: format!("ERROR_REASON_{reason}"),
         domain: "colossus.api.v1alpha1".into(),
+        metadata: HashMap::new(),
     }
     .encode_to_vec()
 }

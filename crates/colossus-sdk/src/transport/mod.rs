@@ -110,21 +110,16 @@ pub(crate) async fn open_session(
     );
     // The first connection is retried like a read while nothing TLS was said (a worker
     // still starting, or closing connections silently); a trust refusal ends it at once.
-    let mut backoff = crate::retry::Backoff::new(*options.retry());
-    let channel = loop {
-        let err = match endpoint.connect_with_connector(connector.clone()).await {
-            Ok(channel) => break channel,
-            Err(e) => connect_error(&trust, e),
-        };
-        if !err.is_retryable() {
-            return Err(err);
+    let channel = crate::retry::read_with_retries("connect", *options.retry(), || {
+        let (endpoint, connector, trust) = (&endpoint, connector.clone(), &trust);
+        async move {
+            endpoint
+                .connect_with_connector(connector)
+                .await
+                .map_err(|e| connect_error(trust, e))
         }
-        let reached_worker = err.reason() != Some(reasons::UNREACHABLE);
-        match backoff.next(reached_worker, std::time::Instant::now()) {
-            Some(delay) => tokio::time::sleep(delay).await,
-            None => return Err(err),
-        }
-    };
+    })
+    .await?;
     let bearer = load_bearer(credentials).await?;
     let info = server_info::fetch(&channel, &bearer, options, &trust).await?;
     server_info::verify(&info, target)?;

@@ -1,8 +1,6 @@
 //! GetServerInfo, the first call on every session (C6): authenticated, bounded by the
 //! connect timeout, and checked against the target before the session is used.
 
-use std::time::Instant;
-
 use tonic::transport::Channel;
 
 use super::Target;
@@ -12,7 +10,7 @@ use crate::model::ServerInfo;
 use crate::options::ClientOptions;
 use crate::proto::GetServerInfoRequest;
 use crate::proto::system_service_client::SystemServiceClient;
-use crate::retry::Backoff;
+use crate::retry::read_with_retries;
 use crate::status::{self, CallKind};
 use crate::trust::bearer::Bearer;
 use crate::{Error, Kind, Result, reasons};
@@ -29,21 +27,10 @@ pub(super) async fn fetch(
     options: &ClientOptions,
     trust: &TrustState,
 ) -> Result<ServerInfo> {
-    let mut backoff = Backoff::new(*options.retry());
-    loop {
-        let err = match fetch_once(channel, bearer, options, trust).await {
-            Ok(info) => return Ok(info),
-            Err(e) => e,
-        };
-        if !err.is_retryable() {
-            return Err(err);
-        }
-        let reached_worker = err.reason() != Some(reasons::UNREACHABLE);
-        match backoff.next(reached_worker, Instant::now()) {
-            Some(delay) => tokio::time::sleep(delay).await,
-            None => return Err(err),
-        }
-    }
+    read_with_retries("GetServerInfo", *options.retry(), || {
+        fetch_once(channel, bearer, options, trust)
+    })
+    .await
 }
 
 async fn fetch_once(

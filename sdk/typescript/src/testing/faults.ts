@@ -1,26 +1,11 @@
 /** Faults the fake worker injects into its next matching call (as Python's `Fault`). */
+import type { StatusCode } from "../errors.js";
 
 /** The RPCs of the fake worker. */
 export type FakeMethod = "GetServerInfo" | "CreateRun" | "GetRun" | "ListRuns" | "WatchRun" | "CancelRun" | "RespondInteraction";
 
-/** A gRPC status name, as the SDK spells them. */
-export type FaultCode =
-  | "CANCELLED"
-  | "UNKNOWN"
-  | "INVALID_ARGUMENT"
-  | "DEADLINE_EXCEEDED"
-  | "NOT_FOUND"
-  | "ALREADY_EXISTS"
-  | "PERMISSION_DENIED"
-  | "RESOURCE_EXHAUSTED"
-  | "FAILED_PRECONDITION"
-  | "ABORTED"
-  | "OUT_OF_RANGE"
-  | "UNIMPLEMENTED"
-  | "INTERNAL"
-  | "UNAVAILABLE"
-  | "DATA_LOSS"
-  | "UNAUTHENTICATED";
+/** A gRPC status name, as the SDK spells them (the same names as the errors' `StatusCode`). */
+export type FaultCode = StatusCode;
 
 /** What goes wrong. */
 export type FaultKind = "drop" | "gap" | "replay" | "after_commit" | "fail" | "rate_limit" | "not_started";
