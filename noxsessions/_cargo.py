@@ -27,6 +27,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._cache import cache_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 # A fresh build of the workspace (debug and release, every feature) is about 2 GiB.
 MAX_BYTES = 12 << 30
@@ -38,8 +40,7 @@ def target_dir() -> Path:
     override = os.environ.get("COLOSSUS_CARGO_TARGET_DIR")
     if override:
         return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    target = Path(base) / "colossus-sdks" / "cargo-target"
+    target = cache_dir("cargo-target")
     if target.is_dir() and _size(target) > MAX_BYTES:
         shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True, exist_ok=True)

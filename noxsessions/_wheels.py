@@ -2,7 +2,7 @@
 
 Installing a package from its folder makes the installer build it again in every session
 (about a dozen sessions install ./conformance, five install ./sdk/python). Here each one is
-built once into `.cache/wheels/<folder>-<digest>/` from a private copy of exactly the files
+built once into `<cache>/wheels/<folder>-<digest>/` from a private copy of exactly the files
 the build reads (pyproject.toml, the README and licence files it names, and src/), so the
 digest of those files names the wheel: an edit gives a new digest and a new build, and
 nothing left in an in-tree build/ folder can slip into it. Sessions then install the wheel,
@@ -26,6 +26,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._cache import cache_dir as cache_dir_of
+
 ROOT = Path(__file__).resolve().parent.parent
 # What a build of these setuptools projects reads: the metadata files and the src/ tree.
 BUILD_INPUTS = ("pyproject.toml", "setup.cfg", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "src")
@@ -42,7 +44,7 @@ CONSTRAINTS = {
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("COLOSSUS_WHEEL_CACHE") or ROOT / ".cache" / "wheels")
+    return Path(os.environ.get("COLOSSUS_WHEEL_CACHE") or cache_dir_of("wheels"))
 
 
 def install_local(session: nox.Session, *folders: Path | str, deps: bool = True) -> None:

@@ -24,7 +24,6 @@ import nox
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "noxsessions" / "requirements-codegen.txt"
-CODEGEN_CACHE = Path(os.environ.get("COLOSSUS_CODEGEN_CACHE", ROOT / ".cache" / "codegen"))
 GENERATED_DIRS = {
     "python": "sdk/python/src/colossus_agent_client/api",
     "typescript": "sdk/typescript/src/gen",
@@ -124,7 +123,8 @@ def compile_go(session: nox.Session) -> None:
 def codegen_tests(session: nox.Session) -> None:
     """Tests of the generate and check-generated scripts, each in a copy of the repo."""
     session.install("-r", str(REQUIREMENTS))
-    # Install the pinned tools once, up front, into the cache every copy shares.
+    # Install the pinned tools once, up front, into the cache every copy shares (the copies
+    # hold the same pins, so sdk/scripts/codegen/lib.sh finds the same folder outside them).
     session.run("bash", "-c", 'source sdk/scripts/codegen/lib.sh && ensure_tools', external=True)
     session.run(
         "pytest",
@@ -132,7 +132,6 @@ def codegen_tests(session: nox.Session) -> None:
         "no:cacheprovider",
         str(ROOT / "sdk/scripts/tests"),
         *session.posargs,
-        env={"COLOSSUS_CODEGEN_CACHE": str(CODEGEN_CACHE)},
     )
 
 
@@ -144,7 +143,7 @@ def bench_codegen(session: nox.Session) -> None:
     Pass the number of runs as an argument: `./noxw -s bench_codegen -- 7` (default 5).
     """
     runs = int(session.posargs[0]) if session.posargs else 5
-    env = {**os.environ, "COLOSSUS_CODEGEN_CACHE": str(CODEGEN_CACHE)}
+    env = dict(os.environ)
     sys.path.insert(0, str(ROOT / "sdk/scripts/codegen"))
     from repo_copy import copy_repo
 

@@ -1,7 +1,7 @@
 """The reference worker's HTTP/2 judged by a suite nobody here wrote (issue 28, W1).
 
     h2spec   builds h2spec at the version conformance/tools/h2spec/go.mod pins (once, into
-             .cache/h2spec/<digest of go.mod and go.sum>/), starts a reference worker on a
+             <cache>/h2spec/<digest of go.mod and go.sum>/), starts a reference worker on a
              fresh temporary folder, runs `h2spec -t -k` (TLS, the worker's own leaf not
              verified) against it and fails unless every test passes, naming each test that
              failed or was skipped
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._cache import cache_dir
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +41,7 @@ DEFAULT_SESSIONS = ["h2spec"]
 def _h2spec_binary(session: nox.Session) -> Path:
     """The pinned h2spec, built on first use; the cache folder is named by the pin's digest."""
     digest = hashlib.sha256((TOOL / "go.mod").read_bytes() + (TOOL / "go.sum").read_bytes())
-    binary = ROOT / ".cache" / "h2spec" / digest.hexdigest()[:16] / "h2spec"
+    binary = cache_dir("h2spec") / digest.hexdigest()[:16] / "h2spec"
     if not binary.exists():
         binary.parent.mkdir(parents=True, exist_ok=True)
         partial = binary.with_name("h2spec.partial")

@@ -17,7 +17,7 @@
                          second compilation in build-lowest/ (Python's `min` tox environment)
     typescript_runtimes  the same tests as typescript_tests on Node 22 and 24 (official linux-x64
                          binaries from the npm registry, pinned in sdk/typescript/runtimes and
-                         installed once into .cache/node-runtimes/<lock digest>; 24.19.0, as later
+                         installed once into <cache>/node-runtimes/<lock digest>; 24.19.0, as later
                          24.x have the HTTP/2 regression nodejs/node#65677, see the SDK README);
                          the machine's own Node (20) runs every other session
     typescript_conformance_runtimes
@@ -45,6 +45,7 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._cache import cache_dir
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -229,7 +230,7 @@ RUNTIMES = SDK / "runtimes"
 
 
 def _node_runtimes(session: nox.Session) -> dict[str, Path]:
-    """The pinned Node binaries by name (node22, node24), installed into .cache on first use.
+    """The pinned Node binaries by name (node22, node24), installed into the cache (noxsessions/_cache.py) on first use.
 
     The folder is keyed by the lock's digest, so a changed pin installs afresh; it is filled
     in a scratch folder and renamed into place, so a half-done install is never used.
@@ -237,7 +238,7 @@ def _node_runtimes(session: nox.Session) -> dict[str, Path]:
     if sys.platform != "linux" or platform.machine() not in {"x86_64", "AMD64"}:
         session.error("sdk/typescript/runtimes pins linux-x64 Node binaries only")
     lock = (RUNTIMES / "package-lock.json").read_bytes()
-    home = ROOT / ".cache/node-runtimes" / hashlib.sha256(lock).hexdigest()[:16]
+    home = cache_dir("node-runtimes") / hashlib.sha256(lock).hexdigest()[:16]
     if not home.is_dir():
         home.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix="installing-", dir=home.parent))

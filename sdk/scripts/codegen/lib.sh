@@ -2,15 +2,22 @@
 # Source it from bash; it sets `set -euo pipefail` and the variables below.
 #
 #   REPO_ROOT       the repository (the directory holding buf.yaml and buf.gen.yaml)
-#   CODEGEN_CACHE   where pinned tools live; $COLOSSUS_CODEGEN_CACHE overrides the default
-#                   .cache/codegen, which lets test copies of the repo share one install
+#   CODEGEN_CACHE   where pinned tools live: $COLOSSUS_CODEGEN_CACHE, or by default
+#                   <cache>/codegen/<digest of the pins> outside the clone (<cache> as in
+#                   noxsessions/_cache.py), so fresh clones and the test copies of the repo
+#                   share one install, and clones with other pins never touch it
 #   GENERATED_DIRS  every `out` folder of buf.gen.yaml, relative to REPO_ROOT
 set -euo pipefail
 trap 'echo "codegen: error: command failed at ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND" >&2' ERR
 
 CODEGEN_PINS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$CODEGEN_PINS/../../.." && pwd)
-CODEGEN_CACHE=${COLOSSUS_CODEGEN_CACHE:-$REPO_ROOT/.cache/codegen}
+# The Rust plugins, built from crates.io at the exact versions below (cargo's own lock file
+# for each, --locked), so no plugin binary is taken from the machine's PATH.
+RUST_PLUGIN_PINS="protoc-gen-prost@0.5.0 protoc-gen-tonic@0.5.0"
+_pins_digest=$(cd "$CODEGEN_PINS" && { cat package.json package-lock.json go.mod go.sum requirements.txt \
+  requirements-stubs.txt; echo "$RUST_PLUGIN_PINS"; } | sha256sum | cut -c1-16)
+CODEGEN_CACHE=${COLOSSUS_CODEGEN_CACHE:-${COLOSSUS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/colossus-sdks}/codegen/$_pins_digest}
 mapfile -t GENERATED_DIRS < <(sed -n 's/^[[:space:]]*out:[[:space:]]*//p' "$REPO_ROOT/buf.gen.yaml" | sort -u)
 
 log() { echo "codegen: $*" >&2; }
@@ -51,10 +58,6 @@ _install_python() {
   "${pip[@]}" install --no-deps -r "$CODEGEN_PINS/requirements.txt" >&2
   "${pip[@]}" check >&2
 }
-
-# The Rust plugins, built from crates.io at the exact versions below (cargo's own lock file
-# for each, --locked), so no plugin binary is taken from the machine's PATH.
-RUST_PLUGIN_PINS="protoc-gen-prost@0.5.0 protoc-gen-tonic@0.5.0"
 
 _install_cargo() {
   local pin

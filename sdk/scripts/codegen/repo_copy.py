@@ -3,8 +3,9 @@ scripts that must never touch the real working tree.
 
 The copy holds every file git would consider part of the work tree (tracked plus
 untracked, minus ignored), committed once in a fresh repository so that HEAD is a
-baseline for `buf breaking`. The pinned tools are not copied: point
-COLOSSUS_CODEGEN_CACHE at the real cache instead.
+baseline for `buf breaking`. The pinned tools are not copied: they live outside any
+clone, in a folder named by the digest of the pins (sdk/scripts/codegen/lib.sh), which
+the copy shares.
 """
 
 from __future__ import annotations

@@ -29,12 +29,8 @@ class Repo:
     root: Path
 
     def run(self, script: str, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {
-            **os.environ,
-            "COLOSSUS_CODEGEN_CACHE": os.environ.get(
-                "COLOSSUS_CODEGEN_CACHE", str(ROOT / ".cache" / "codegen")
-            ),
-        }
+        # The copy holds the same pins, so lib.sh finds the same tool cache outside it.
+        env = dict(os.environ)
         return subprocess.run(
             [f"./sdk/scripts/{script}", *args],
             cwd=self.root, env=env, capture_output=True, text=True, timeout=600,
