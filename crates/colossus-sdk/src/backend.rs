@@ -115,7 +115,8 @@ impl WatchedEvent {
     }
 
     /// An event compared by `content`, its full encoding (the gRPC backend passes the
-    /// wire bytes, so fields newer than this SDK are compared too).
+    /// event's protobuf encoding, so every field of the contract is compared, the ones
+    /// the model does not show too).
     pub fn with_content(event: RunEvent, content: Vec<u8>) -> Self {
         WatchedEvent { event, content }
     }

@@ -149,29 +149,29 @@ fn interaction(i: &p::Interaction) -> m::Interaction {
     out
 }
 
-pub(crate) fn event(e: &p::RunEvent) -> m::RunEvent {
+/// Takes the decoded event by value: its strings move into the model, uncopied (a watch
+/// converts every event it receives).
+pub(crate) fn event(e: p::RunEvent) -> m::RunEvent {
     use p::run_event::Payload;
-    let payload = match &e.payload {
+    let payload = match e.payload {
         Some(Payload::StatusChanged(s)) => EventPayload::StatusChanged {
             previous: m::RunStatus::from_number(s.previous_status),
             status: m::RunStatus::from_number(s.status),
         },
-        Some(Payload::OutputDelta(d)) => EventPayload::OutputTextDelta {
-            text: d.text.clone(),
-        },
+        Some(Payload::OutputDelta(d)) => EventPayload::OutputTextDelta { text: d.text },
         Some(Payload::InteractionRequested(r)) => match &r.interaction {
             Some(i) => EventPayload::InteractionRequested(interaction(i)),
             None => EventPayload::Unknown,
         },
         Some(Payload::InteractionResolved(r)) => EventPayload::InteractionResolved {
-            interaction_id: r.interaction_id.clone(),
+            interaction_id: r.interaction_id,
             outcome: m::InteractionOutcome::from_number(r.outcome),
-            choice: r.choice.clone(),
+            choice: r.choice,
         },
         Some(Payload::ToolActivity(t)) => EventPayload::ToolActivity {
-            activity_id: t.activity_id.clone(),
+            activity_id: t.activity_id,
             action_class: m::ActionClass::from_number(t.action_class),
-            display_category: t.display_category.clone(),
+            display_category: t.display_category,
             phase: m::ToolActivityPhase::from_number(t.phase),
         },
         Some(Payload::Terminated(t)) => EventPayload::TerminalResult {
@@ -180,7 +180,7 @@ pub(crate) fn event(e: &p::RunEvent) -> m::RunEvent {
         },
         None => EventPayload::Unknown,
     };
-    let mut out = m::RunEvent::new(e.run_id.clone(), e.sequence, payload);
+    let mut out = m::RunEvent::new(e.run_id, e.sequence, payload);
     out.time = time(e.event_time.as_ref());
     out
 }
@@ -298,7 +298,7 @@ mod tests {
                 status: 77,
             })),
         };
-        let out = event(&e);
+        let out = event(e);
         assert_eq!(out.sequence, u64::MAX);
         assert_eq!(out.time, SystemTime::UNIX_EPOCH + Duration::new(10, 5));
         assert_eq!(
@@ -309,7 +309,7 @@ mod tests {
             }
         );
         let empty = p::RunEvent::default();
-        assert_eq!(event(&empty).payload, EventPayload::Unknown);
+        assert_eq!(event(empty).payload, EventPayload::Unknown);
     }
 
     #[test]

@@ -219,12 +219,10 @@ impl Backend for GrpcBackend {
             let events = stream.map(|item| {
                 let msg = item.map_err(read_err)?;
                 let event = msg.event.ok_or_else(|| malformed("event"))?;
-                // The wire encoding is the replay comparison: fields newer than this
-                // SDK count too.
-                Ok(WatchedEvent::with_content(
-                    convert::event(&event),
-                    event.encode_to_vec(),
-                ))
+                // The event's encoding is the replay comparison; taken before the
+                // conversion moves the event's strings into the model.
+                let content = event.encode_to_vec();
+                Ok(WatchedEvent::with_content(convert::event(event), content))
             });
             Ok(Box::pin(events) as BoxStream<'static, _>)
         })
