@@ -73,3 +73,66 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+// Bench support, inline rather than a file of its own so that the published file list
+// stays what a user needs.
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub mod __bench {
+    //! What `benches/figures.rs` needs to compare the SDK with a raw tonic client, behind the
+    //! non-default `bench` feature. Not part of the SDK's API: hidden from the docs, no
+    //! stability promise, and compiled only when the feature is asked for.
+    //!
+    //! The raw client is the generated stub on a channel the SDK's own way: the same endpoint
+    //! settings and the same pinned TLS 1.3 connector (pin verifier, ALPN `h2`, no
+    //! resumption) for its first connection and every reconnect. None of the SDK's work
+    //! around it: no discovery files, no GetServerInfo checks, no retries, no watch rules.
+
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tonic::transport::Channel;
+
+    use crate::transport::verifier::TrustState;
+    use crate::transport::{connect_error, connector, endpoint};
+    use crate::trust::pin::Pin;
+    use crate::{Error, Kind, Result, reasons};
+
+    /// The generated messages and client stubs the bench uses (its raw client, and the
+    /// fake worker that serves its 100,000-event run).
+    pub mod pb {
+        pub use crate::proto::run_event::Payload;
+        pub use crate::proto::run_service_client::RunServiceClient;
+        pub use crate::proto::system_service_client::SystemServiceClient;
+        pub use crate::proto::{
+            DeploymentMode, GetRunRequest, GetRunResponse, GetServerInfoRequest,
+            GetServerInfoResponse, Limits, OutputDelta, Run, RunEvent, RunStatus, RunTerminated,
+            ServerInfo, WatchRunRequest, WatchRunResponse,
+        };
+    }
+
+    /// A channel to `addr` whose every connection goes through the SDK's pinned TLS 1.3
+    /// connector, held to `certificate_sha256` (64 lower-case hex characters). Connected
+    /// once, without retries; a refused handshake is the SDK's typed trust error.
+    pub async fn raw_channel(
+        addr: SocketAddr,
+        certificate_sha256: &str,
+        connect_timeout: Duration,
+    ) -> Result<Channel> {
+        let pin = Pin::parse(certificate_sha256).ok_or_else(|| {
+            Error::local(
+                Kind::Descriptor,
+                reasons::DESCRIPTOR_INVALID,
+                "the pin is not 64 lower-case hex characters",
+            )
+        })?;
+        let trust = Arc::new(TrustState::default());
+        let config = connector::tls_config(pin, trust.clone());
+        let connector = connector::connector(addr, config, trust.clone(), connect_timeout);
+        endpoint(addr)?
+            .connect_with_connector(connector)
+            .await
+            .map_err(|e| connect_error(&trust, e))
+    }
+}

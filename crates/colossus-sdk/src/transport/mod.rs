@@ -85,6 +85,15 @@ impl GrpcSession for Session {
     }
 }
 
+/// The channel settings of every session (the bench's raw client uses them too). The URI
+/// only names the HTTP/2 authority; the connector dials the checked address whatever it
+/// says. Plain "http" because TLS is the connector's, not tonic's.
+pub(crate) fn endpoint(addr: SocketAddr) -> Result<Endpoint> {
+    Endpoint::from_shared(format!("http://{addr}")).map_err(|e| {
+        Error::local(Kind::Transport, reasons::UNREACHABLE, "bad endpoint").with_source(e)
+    })
+}
+
 /// Connects to `target` and proves it (C4-C6): the TLS handshake under the pin policy
 /// first, then the bearer (C5: the provider is not asked when any trust check failed),
 /// then GetServerInfo, authenticated, checked against the target before anything else
@@ -96,11 +105,7 @@ pub(crate) async fn open_session(
 ) -> Result<Session> {
     let trust = Arc::new(TrustState::default());
     let config = connector::tls_config(target.pin, trust.clone());
-    // The URI only names the HTTP/2 authority; the connector dials target.addr whatever
-    // it says. Plain "http" because TLS is the connector's, not tonic's.
-    let endpoint = Endpoint::from_shared(format!("http://{}", target.addr)).map_err(|e| {
-        Error::local(Kind::Transport, reasons::UNREACHABLE, "bad endpoint").with_source(e)
-    })?;
+    let endpoint = endpoint(target.addr)?;
     // The connector bounds each step (TCP, then the handshake) by the connect timeout.
     let connector = connector::connector(
         target.addr,
@@ -138,7 +143,7 @@ pub(crate) async fn open_session(
 
 /// The typed error of a failed connect: the recorded trust refusal, else the connector's
 /// own error found in the chain, else a transport failure.
-fn connect_error(trust: &TrustState, e: tonic::transport::Error) -> Error {
+pub(crate) fn connect_error(trust: &TrustState, e: tonic::transport::Error) -> Error {
     if let Some(v) = trust.violation() {
         return v.to_error().with_source(e);
     }
