@@ -9,6 +9,9 @@
 //! - `watch_complete_ratio`: the same, each timed until its watch ended: the SDK's includes
 //!   the closing GetRun that proves the run complete, the raw one ends at the trailers
 //!   (target >= 0.92);
+//! - `cpu_sdk_us_per_event`, `cpu_raw_us_per_event`: this process's CPU time per event in
+//!   the same rounds (every thread; the worker is another process): each side's own cost,
+//!   which the machine's other load hardly moves, unlike the rates;
 //! - `connect_ratio`: `Client::connect` (discovery checks, handshake, verified
 //!   GetServerInfo) over reading endpoint.json, a raw channel and one GetServerInfo
 //!   (target <= 1.5);
@@ -332,6 +335,15 @@ struct RoundResult {
     elapsed: Duration,
     /// Until the last event was in hand.
     to_last: Duration,
+    /// CPU time of this process (every thread; the worker is another process) until the
+    /// watch ended: unlike the rates, hardly moved by what else the machine runs.
+    cpu: Duration,
+}
+
+/// The CPU time this process has used so far.
+fn process_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 impl RoundResult {
@@ -342,6 +354,10 @@ impl RoundResult {
     fn complete_rate(&self) -> f64 {
         self.events as f64 / self.elapsed.as_secs_f64()
     }
+
+    fn cpu_us_per_event(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.events as f64
+    }
 }
 
 /// Called with the count of events delivered so far, after each one.
@@ -349,7 +365,7 @@ type Probe<'a> = &'a mut (dyn FnMut(u64) + Send);
 
 /// The SDK's watch of `run_id` to its end (every check, the closing GetRun included).
 async fn sdk_watch(client: &Client, run_id: &str, probe: Probe<'_>) -> AnyResult<RoundResult> {
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), process_cpu());
     let mut watch = client.runs().watch(run_id);
     let (mut events, mut last) = (0, start);
     while let Some(event) = watch.next().await {
@@ -358,7 +374,7 @@ async fn sdk_watch(client: &Client, run_id: &str, probe: Probe<'_>) -> AnyResult
         last = Instant::now();
         probe(events);
     }
-    let elapsed = start.elapsed();
+    let (elapsed, cpu) = (start.elapsed(), process_cpu() - cpu);
     if !watch.is_complete() {
         return Err("the SDK's watch ended incomplete".into());
     }
@@ -366,6 +382,7 @@ async fn sdk_watch(client: &Client, run_id: &str, probe: Probe<'_>) -> AnyResult
         events,
         elapsed,
         to_last: last - start,
+        cpu,
     })
 }
 
@@ -394,7 +411,7 @@ impl Raw {
 
     /// WatchRun from the start until the worker ends the stream.
     async fn watch(&self, run_id: &str, probe: Probe<'_>) -> AnyResult<RoundResult> {
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), process_cpu());
         let req = pb::WatchRunRequest {
             run_id: run_id.to_owned(),
             after_sequence: 0,
@@ -416,6 +433,7 @@ impl Raw {
             events,
             elapsed: start.elapsed(),
             to_last: last - start,
+            cpu: process_cpu() - cpu,
         })
     }
 }
@@ -522,6 +540,8 @@ async fn figures(worker: &DevWorker, args: &Args) -> AnyResult<()> {
         .iter()
         .map(|(s, r)| s.complete_rate() / r.complete_rate())
         .collect();
+    let sdk_cpu: Vec<f64> = watches.iter().map(|(s, _)| s.cpu_us_per_event()).collect();
+    let raw_cpu: Vec<f64> = watches.iter().map(|(_, r)| r.cpu_us_per_event()).collect();
 
     // Allocations per event, counted in rounds of their own (counting is not free).
     let counted = paired(
@@ -576,6 +596,11 @@ async fn figures(worker: &DevWorker, args: &Args) -> AnyResult<()> {
         spread(&complete_ratios, 3),
         verdict(complete >= 0.92)
     );
+    println!(
+        "cpu_sdk_us_per_event     {}  (this process, the closing GetRun included)",
+        spread(&sdk_cpu, 2)
+    );
+    println!("cpu_raw_us_per_event     {}", spread(&raw_cpu, 2));
     println!("connect_sdk_ms           {}", spread(&sdk_connect, 1));
     println!("connect_raw_ms           {}", spread(&raw_connect, 1));
     println!(
@@ -589,15 +614,16 @@ async fn figures(worker: &DevWorker, args: &Args) -> AnyResult<()> {
         alloc_diffs.len()
     );
     println!(
-        "heap_growth_mib          {:.2} over {} events at {:.0} events/s  (target < 2 MiB: {})",
+        "heap_growth_mib          {:.2} over {} events at {:.0} events/s, {:.2} us CPU each  (target < 2 MiB: {})",
         sdk_long.peak,
         args.events,
         sdk_long.rate,
+        sdk_long.cpu,
         verdict(sdk_long.peak < 2.0)
     );
     println!(
-        "heap_growth_raw_mib      {:.2} over {} events at {:.0} events/s  (the raw client, same server)",
-        raw_long.peak, args.events, raw_long.rate
+        "heap_growth_raw_mib      {:.2} over {} events at {:.0} events/s, {:.2} us CPU each  (the raw client, same server)",
+        raw_long.peak, args.events, raw_long.rate, raw_long.cpu
     );
     println!(
         "heap_retained_mib        SDK {:.2}, raw {:.2}  (live at the last event minus at the 5,000th)",
@@ -687,6 +713,8 @@ struct HeapGrowth {
     retained: f64,
     /// The watch's events/s.
     rate: f64,
+    /// The client's CPU time per event, µs.
+    cpu: f64,
 }
 
 const MIB: f64 = (1 << 20) as f64;
@@ -733,6 +761,7 @@ async fn heap_growth(server: &LongRunServer, events: u64, side: Side) -> AnyResu
         peak: peak as f64 / MIB,
         retained: retained as f64 / MIB,
         rate: watched.rate(),
+        cpu: watched.cpu_us_per_event(),
     })
 }
 
