@@ -169,7 +169,7 @@ def bench_rust_sdk(session: nox.Session) -> None:
     SDK with a raw tonic client over the same pinned TLS 1.3 connector, in alternating rounds:
     watch of a 4,099-event run (>= 0.95; >= 0.93 with the closing GetRun) and connect to
     first call (<= 1.5), each as the median and min-max of 21 rounds (`-- --rounds N`); then
-    allocations per event and live-heap growth over a 100,000-event watch (< 2 MiB), beside
+    allocations per event and live-heap growth over a 100,000-event watch (< 5 MiB, as in the other SDKs), beside
     the raw client's.
     """
     if not (SDK / "benches" / "figures.rs").is_file():
