@@ -11,7 +11,7 @@
  * 5. the caps become the advertised request and response limits (C7); from then on the
  *    channel refuses any request message over the request cap before sending it.
  */
-import { createClient, type CallOptions, type Client as RpcClient } from "@connectrpc/connect";
+import { createClient, type CallOptions, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import * as convert from "./convert.js";
 import { loadBearer, type CredentialProvider } from "./credentials.js";
 import { isRetryable, isUnreachable, mapError, type MapContext } from "./error-mapping.js";
@@ -68,6 +68,8 @@ export interface RequestOptions {
 export class Connection {
   readonly runs: RpcClient<typeof RunService>;
   readonly artifacts: RpcClient<typeof ArtifactService>;
+  /** The transport under `runs` and `artifacts`, for calls read without the promise client. */
+  readonly transport: Transport;
 
   constructor(
     private readonly channel: Channel,
@@ -78,6 +80,7 @@ export class Connection {
     const write = serverInfo.limits.maxRequestBytes > 0 ? serverInfo.limits.maxRequestBytes + REQUEST_HEADROOM : options.maxResponseBytes;
     channel.setRequestCap(serverInfo.limits.maxRequestBytes);
     const transport = channel.transport(read, write);
+    this.transport = transport;
     this.runs = createClient(RunService, transport);
     this.artifacts = createClient(ArtifactService, transport);
   }

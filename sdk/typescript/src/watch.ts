@@ -3,18 +3,19 @@
  * {@link WatchCore}, yields what it delivers, and on a failure or a clean close does what
  * the core decides. All rules live in the core; this file only moves messages.
  */
-import { equals } from "@bufbuild/protobuf";
 import type { Connection } from "./connection.js";
 import * as convert from "./convert.js";
 import { isRetryable, isUnreachable } from "./error-mapping.js";
 import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } from "./errors.js";
-import type { WatchRunResponse } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
-import { RunEventSchema, type RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
+import { RunService, type WatchRunResponse } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
+import type { RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
 import type * as m from "./models.js";
 import type { RunEvent } from "./models.js";
 import { buildWatchRun } from "./requests.js";
 import { resolveRetryPolicy, sleep, type ResolvedRetryPolicy, type RetryPolicy } from "./retry.js";
+import { openServerStream } from "./transport/server-stream.js";
 import { WatchCore, type ReplayWindow, type Resume } from "./watch-core.js";
+import { keepForReplay, sameEvent, type KeptEvent } from "./watch-replay.js";
 
 /** Passed to `onReconnect` before each reconnect. */
 export interface ReconnectInfo {
@@ -81,7 +82,7 @@ export function estimateEventBytes(event: PbRunEvent): number {
  * `close()`, `await using` or the signal stop the stream. Stopping never cancels the run.
  */
 export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
-  private readonly core: WatchCore<PbRunEvent>;
+  private readonly core: WatchCore<KeptEvent>;
   private readonly stop = new AbortController();
   private started = false;
   private confirmedRun: m.Run | null = null;
@@ -93,11 +94,11 @@ export class Watch implements AsyncIterable<RunEvent>, AsyncDisposable {
     private readonly policy: ResolvedRetryPolicy,
     private readonly options: WatchOptions,
   ) {
-    this.core = new WatchCore<PbRunEvent>(
+    this.core = new WatchCore<KeptEvent>(
       runId,
       options.afterSequence ?? 0,
       options.retry === undefined ? policy : resolveRetryPolicy(options.retry, "retry"),
-      (a, b) => equals(RunEventSchema, a, b),
+      sameEvent,
       options.replayWindow,
     );
   }
@@ -175,7 +176,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
 
   constructor(
     private readonly watch: Watch,
-    private readonly core: WatchCore<PbRunEvent>,
+    private readonly core: WatchCore<KeptEvent>,
     private readonly source: ConnectionSource,
     private readonly options: WatchOptions,
   ) {}
@@ -201,7 +202,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
         const event = result.value.event;
         if (event === undefined) continue;
         const sequence = convert.safeNumber(event.sequence, "event.sequence");
-        if (core.onEvent(event.runId, sequence, event, estimateEventBytes(event), event.payload.case === "terminated") === "deliver") {
+        if (core.onEvent(event.runId, sequence, keepForReplay(event), estimateEventBytes(event), event.payload.case === "terminated") === "deliver") {
           return { done: false, value: convert.runEvent(event, sequence) };
         }
       }
@@ -248,7 +249,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
       }, check);
       this.idleTimer.unref();
     }
-    const stream = connection.runs.watchRun(request, { signal: AbortSignal.any(signals) })[Symbol.asyncIterator]();
+    const stream = openServerStream(connection.transport, RunService.method.watchRun, request, AbortSignal.any(signals));
     this.stream = stream;
     return stream;
   }
