@@ -80,14 +80,15 @@ type fakeWorker struct {
 	dir      string
 	requests atomic.Int64
 
-	mu          sync.Mutex
-	bearers     []string
-	watchCalls  int
-	watchFn     func(call int, req *pb.WatchRunRequest, stream pb.RunService_WatchRunServer) error
-	getRunFn    func(req *pb.GetRunRequest) (*pb.GetRunResponse, error)
-	createFn    func(req *pb.CreateRunRequest) (*pb.CreateRunResponse, error)
-	listFn      func(req *pb.ListRunsRequest) (*pb.ListRunsResponse, error)
-	createCalls int
+	mu           sync.Mutex
+	bearers      []string
+	contentTypes []string
+	watchCalls   int
+	watchFn      func(call int, req *pb.WatchRunRequest, stream pb.RunService_WatchRunServer) error
+	getRunFn     func(req *pb.GetRunRequest) (*pb.GetRunResponse, error)
+	createFn     func(req *pb.CreateRunRequest) (*pb.CreateRunResponse, error)
+	listFn       func(req *pb.ListRunsRequest) (*pb.ListRunsResponse, error)
+	createCalls  int
 }
 
 func defaultInfo() *pb.ServerInfo {
@@ -155,6 +156,7 @@ func (w *fakeWorker) record(ctx context.Context) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	w.mu.Lock()
 	w.bearers = append(w.bearers, md.Get("authorization")...)
+	w.contentTypes = append(w.contentTypes, md.Get("content-type")...)
 	w.mu.Unlock()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -65,18 +66,31 @@ type cappedStream struct {
 	info *ServerInfo
 	open func() (grpc.ClientStream, error)
 
+	// live is the opened stream, read without the lock: a watch receives thousands of
+	// messages through RecvMsg, and the mutex was a visible part of its time per event.
+	live atomic.Pointer[liveStream]
+
 	mu     sync.Mutex
 	stream grpc.ClientStream
 	err    error
 	tried  bool
 }
 
+// liveStream boxes the opened stream for cappedStream.live.
+type liveStream struct{ grpc.ClientStream }
+
 func (c *cappedStream) opened() (grpc.ClientStream, error) {
+	if l := c.live.Load(); l != nil {
+		return l.ClientStream, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.tried {
 		c.tried = true
 		c.stream, c.err = c.open()
+		if c.err == nil {
+			c.live.Store(&liveStream{c.stream})
+		}
 	}
 	return c.stream, c.err
 }

@@ -86,6 +86,8 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 		grpc.WithPerRPCCredentials(bearer),
 		grpc.WithDisableRetry(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(recv)),
+		// grpc-go's proto codec, but a large answer in pieces is not put in a 1 MiB buffer.
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(newRecvCodec())),
 	)
 	if err != nil {
 		return nil, newError(ErrTransport, ReasonUnavailable, "cannot create the channel")

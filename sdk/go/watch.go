@@ -186,8 +186,12 @@ func (w *watchDriver) stream(ctx context.Context, s *session, yield func(RunEven
 	if err != nil {
 		return false, failed(err)
 	}
+	// One response message serves the whole stream: each event it decodes is a new
+	// RunEvent (decoding resets the message first), so only the wrapper is reused, which
+	// saves an allocation per event.
+	resp := new(pb.WatchRunResponse)
 	for {
-		resp, err := stream.Recv()
+		err := stream.RecvMsg(resp)
 		if err == io.EOF {
 			return true, nil
 		}

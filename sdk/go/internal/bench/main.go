@@ -7,12 +7,20 @@
 //     watch_complete_ratio also counts the SDK's GetRun reconciliation of the clean close;
 //   - connect_ratio: Connect (discovery checks, pre-flight handshake, channel, verified
 //     GetServerInfo) over a raw dial plus one GetServerInfo (target <= 1.5);
-//   - allocs_per_event: heap allocations per delivered event, SDK minus raw;
+//   - allocs_per_event, alloc_bytes_per_event: heap allocations and bytes per delivered
+//     event, SDK minus raw; gc_per_watch: collections during each side's watch (on two
+//     cores a collection takes CPU from the worker, and each watch allocates close to the
+//     4 MiB heap minimum, so a few more bytes can mean one more collection);
 //   - heap_growth_mib: live heap growth over a 100,000-event watch served by an
 //     in-process fake worker (the reference worker caps a run at 4,099 events), from the
 //     5,000th event to the peak (target < 5 MiB).
 //
-// Usage: go run ./internal/bench [-rounds N] [-events N]
+// With -cpuprofile FILE the paired watch rounds are profiled, the goroutine that consumes
+// each side's watch labelled side=sdk or side=raw, so `go tool pprof -top -tagfocus
+// side=sdk FILE` against -tagfocus side=raw shows what the SDK adds per event (gRPC's
+// reader and writer goroutines and the garbage collector carry no label).
+//
+// Usage: go run ./internal/bench [-rounds N] [-events N] [-cpuprofile FILE]
 package main
 
 import (
@@ -23,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +42,7 @@ import (
 func main() {
 	rounds := flag.Int("rounds", 21, "paired rounds per figure")
 	events := flag.Int("events", 100_000, "events of the long watch (heap growth)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the paired watch rounds to this file")
 	flag.Parse()
 	exe := os.Getenv("COLOSSUS_REFERENCE_WORKER")
 	if exe == "" {
@@ -64,7 +74,8 @@ func main() {
 	// Watch: one untimed warm-up each, then alternating paired rounds.
 	sdkWatch(ctx, client, runID)
 	raw.watch(ctx, runID)
-	var watchRatios, completeRatios, sdkRates, rawRates, allocDiffs []float64
+	var watchRatios, completeRatios, sdkRates, rawRates, allocDiffs, byteDiffs, sdkGCs, rawGCs []float64
+	stopProfile := startProfile(*cpuprofile)
 	for i := range *rounds {
 		var s, r roundResult
 		if i%2 == 0 {
@@ -80,7 +91,10 @@ func main() {
 		watchRatios = append(watchRatios, s.rate()/r.rate())
 		completeRatios = append(completeRatios, s.completeRate()/r.completeRate())
 		allocDiffs = append(allocDiffs, (float64(s.mallocs)-float64(r.mallocs))/float64(total))
+		byteDiffs = append(byteDiffs, (float64(s.bytes)-float64(r.bytes))/float64(total))
+		sdkGCs, rawGCs = append(sdkGCs, float64(s.gcs)), append(rawGCs, float64(r.gcs))
 	}
+	stopProfile()
 
 	// Connect: a full SDK connect against a raw dial plus one GetServerInfo.
 	var connectRatios, sdkConnect, rawConnect []float64
@@ -128,6 +142,8 @@ func main() {
 	fmt.Printf("connect_raw_ms           %s\n", spread(scale(rawConnect, 1000), "%.1f"))
 	fmt.Printf("connect_ratio            %s  (target <= 1.5: %s)\n", spread(connectRatios, "%.2f"), verdict(median(connectRatios) <= 1.5))
 	fmt.Printf("allocs_per_event         %s  (SDK minus raw)\n", spread(allocDiffs, "%.1f"))
+	fmt.Printf("alloc_bytes_per_event    %s  (SDK minus raw)\n", spread(byteDiffs, "%.0f"))
+	fmt.Printf("gc_per_watch             SDK %s, raw %s\n", spread(sdkGCs, "%.0f"), spread(rawGCs, "%.0f"))
 	fmt.Printf("heap_growth_mib          %.2f over %d events at %.0f events/s  (target < 5 MiB: %s)\n",
 		growth, *events, longRate, verdict(growth < 5))
 }
@@ -139,6 +155,8 @@ type roundResult struct {
 	// reconciles the clean close with GetRun, which elapsed includes).
 	toLast  time.Duration
 	mallocs uint64
+	bytes   uint64
+	gcs     uint32
 }
 
 func (r roundResult) rate() float64         { return float64(r.events) / r.toLast.Seconds() }
@@ -153,11 +171,40 @@ func measure(f func() (int, time.Time)) roundResult {
 	n, last := f()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
-	return roundResult{events: n, elapsed: elapsed, toLast: last.Sub(start), mallocs: after.Mallocs - before.Mallocs}
+	return roundResult{events: n, elapsed: elapsed, toLast: last.Sub(start), mallocs: after.Mallocs - before.Mallocs,
+		bytes: after.TotalAlloc - before.TotalAlloc, gcs: after.NumGC - before.NumGC}
+}
+
+// startProfile starts a CPU profile into path (none when empty) and returns its stop.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// labelled runs f with the profiler label side=name on this goroutine.
+func labelled(name string, f func() (int, time.Time)) func() (int, time.Time) {
+	return func() (n int, last time.Time) {
+		pprof.Do(context.Background(), pprof.Labels("side", name), func(context.Context) { n, last = f() })
+		return n, last
+	}
 }
 
 func sdkWatch(ctx context.Context, c *colossus.Client, runID string) roundResult {
-	return measure(func() (int, time.Time) {
+	return measure(labelled("sdk", func() (int, time.Time) {
 		n := 0
 		var last time.Time
 		for _, err := range c.Runs.Watch(ctx, runID) {
@@ -168,7 +215,7 @@ func sdkWatch(ctx context.Context, c *colossus.Client, runID string) roundResult
 			last = time.Now()
 		}
 		return n, last
-	})
+	}))
 }
 
 // makeLongRun creates a stored run of 4,099 events: 4,093 outputs, a prompt, a cancel.

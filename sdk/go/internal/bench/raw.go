@@ -76,7 +76,7 @@ func dialRaw(ctx context.Context, w *worker) (*raw, error) {
 }
 
 func (r *raw) watch(ctx context.Context, runID string) roundResult {
-	return measure(func() (int, time.Time) {
+	return measure(labelled("raw", func() (int, time.Time) {
 		stream, err := r.runs.WatchRun(ctx, &pb.WatchRunRequest{RunId: runID})
 		if err != nil {
 			panic(err)
@@ -94,7 +94,7 @@ func (r *raw) watch(ctx context.Context, runID string) roundResult {
 			n++
 			last = time.Now()
 		}
-	})
+	}))
 }
 
 // rawConnectOnce is a new channel plus one GetServerInfo, waiting for readiness.
