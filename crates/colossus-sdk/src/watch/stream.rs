@@ -122,6 +122,7 @@ impl Watch {
             client,
             core,
             stream: None,
+            resume_after: after_sequence,
             progress: progress.clone(),
             done: false,
         };
@@ -195,6 +196,8 @@ struct Driver {
     client: Client,
     core: WatchCore<Vec<u8>>,
     stream: Option<BoxStream<'static, Result<WatchedEvent>>>,
+    /// Where the next (re)open starts: the caller's cursor, then each reconnect plan's.
+    resume_after: u64,
     progress: Arc<Progress>,
     done: bool,
 }
@@ -275,7 +278,7 @@ impl Driver {
     async fn open(&mut self) -> Result<()> {
         let backend = self.client.backend()?;
         let opened = backend
-            .watch_run(self.core.run_id(), self.core.last_sequence())
+            .watch_run(self.core.run_id(), self.resume_after)
             .await;
         match opened {
             Ok(stream) => {
@@ -294,6 +297,7 @@ impl Driver {
         let reached = err.reason() != Some(reasons::UNREACHABLE);
         match self.core.on_retryable_failure(reached, Instant::now()) {
             Some(plan) => {
+                self.resume_after = plan.after_sequence;
                 self.pause(plan.delay, plan.attempt, Some(&err)).await;
                 Ok(())
             }
@@ -318,6 +322,7 @@ impl Driver {
             }
             CloseAction::Resume => match self.core.on_retryable_failure(true, Instant::now()) {
                 Some(plan) => {
+                    self.resume_after = plan.after_sequence;
                     self.pause(plan.delay, plan.attempt, None).await;
                     Ok(false)
                 }
@@ -339,14 +344,14 @@ impl Driver {
                     run_id: self.core.run_id(),
                     attempt,
                     delay,
-                    after_sequence: self.core.last_sequence(),
+                    after_sequence: self.resume_after,
                     cause,
                 });
             }
         }
         tracing::info!(
             run_id = self.core.run_id(),
-            after_sequence = self.core.last_sequence(),
+            after_sequence = self.resume_after,
             attempt,
             ?delay,
             cause = cause.map(|e| e.to_string()),
