@@ -387,6 +387,25 @@ mod tests {
     }
 
     #[test]
+    fn end_user_ids_follow_the_grammar() {
+        for good in ["u", "alice@example.com", "team:a.b+c_d-e", &"x".repeat(128)] {
+            let request = CreateRunRequest::builder()
+                .text("x")
+                .end_user_id(good)
+                .build();
+            check_create(&request, &info(&[])).unwrap();
+        }
+        for bad in ["", "has space", "tab\t", "slash/", "é", &"x".repeat(129)] {
+            let request = CreateRunRequest::builder()
+                .text("x")
+                .end_user_id(bad)
+                .build();
+            let err = check_create(&request, &info(&[])).unwrap_err();
+            assert_eq!(err.metadata()["field"], "end_user_id", "{bad:?}");
+        }
+    }
+
+    #[test]
     fn advertised_limits_are_enforced() {
         let mut i = info(&[]);
         i.limits.max_turns = 3;
