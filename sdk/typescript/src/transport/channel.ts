@@ -6,9 +6,10 @@
  * exists, so the bearer is loaded only after the live handshake passed (C5).
  */
 import type { Interceptor, Transport } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { Http2SessionManager } from "@connectrpc/connect-node";
 import { ClientClosedError, TransportError, type TrustError } from "../errors.js";
 import type { Bearer } from "./bearer.js";
+import { createGrpcStreamingTransport } from "./grpc-transport.js";
 import { requestCapInterceptor } from "./request-cap.js";
 import { openVerifiedSocket, type PinnedTarget } from "./verified-socket.js";
 
@@ -100,7 +101,7 @@ export class Channel {
 
   /** A transport with the given caps over the shared connection. */
   transport(readMaxBytes: number, writeMaxBytes: number): Transport {
-    return createGrpcTransport({
+    return createGrpcStreamingTransport({
       baseUrl: this.options.target.endpoint.url,
       sessionManager: this.manager,
       interceptors: [this.capRequests, this.authorize],
