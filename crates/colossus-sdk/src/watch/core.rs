@@ -93,7 +93,8 @@ impl<C: PartialEq> WatchCore<C> {
         }
     }
 
-    /// The cursor of the last delivered event.
+    /// The cursor of the last delivered event (the driver takes it from each `Resume`).
+    #[cfg(test)]
     pub(crate) fn last_sequence(&self) -> u64 {
         self.last
     }
