@@ -70,10 +70,10 @@ type cappedStream struct {
 	// messages through RecvMsg, and the mutex was a visible part of its time per event.
 	live atomic.Pointer[liveStream]
 
-	mu     sync.Mutex
-	stream grpc.ClientStream
-	err    error
-	tried  bool
+	// mu makes the one open attempt; err is its failure.
+	mu    sync.Mutex
+	err   error
+	tried bool
 }
 
 // liveStream boxes the opened stream for cappedStream.live.
@@ -87,19 +87,23 @@ func (c *cappedStream) opened() (grpc.ClientStream, error) {
 	defer c.mu.Unlock()
 	if !c.tried {
 		c.tried = true
-		c.stream, c.err = c.open()
-		if c.err == nil {
-			c.live.Store(&liveStream{c.stream})
+		var stream grpc.ClientStream
+		if stream, c.err = c.open(); c.err == nil {
+			c.live.Store(&liveStream{stream})
 		}
 	}
-	return c.stream, c.err
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.live.Load().ClientStream, nil
 }
 
 // current is the stream if it was opened, without opening it.
 func (c *cappedStream) current() grpc.ClientStream {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stream
+	if l := c.live.Load(); l != nil {
+		return l.ClientStream
+	}
+	return nil
 }
 
 func (c *cappedStream) SendMsg(m any) error {
