@@ -87,6 +87,8 @@ WEIGHTS: dict[str, float] = {
     "ci_selftest": 5, "rust_lint": 60, "rust_tests": 120, "release_dry_run": 100,
 }
 DEFAULT_WEIGHT = 30.0
+# Sessions the summary names as the slowest.
+SLOWEST = 5
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class Outcome:
     ok: bool
     seconds: float
     log: Path
+    # CPU seconds (user + system) of the session's process tree: every descendant that was
+    # waited for by its parent counts, as the kernel adds a reaped child's time to its parent.
+    cpu: float = 0.0
 
 
 @dataclass
@@ -192,10 +197,10 @@ class NoxRunner:
             )
             with self.lock:
                 self.processes[name] = process
-            code = process.wait()
+            code, cpu = wait_with_cpu(process)
             with self.lock:
                 del self.processes[name]
-        return Outcome(name, code == 0, time.monotonic() - started, log)
+        return Outcome(name, code == 0, time.monotonic() - started, log, cpu)
 
     def stop_all(self) -> None:
         with self.lock:
@@ -204,9 +209,18 @@ class NoxRunner:
                     os.killpg(process.pid, signal.SIGTERM)
 
 
+def wait_with_cpu(process: subprocess.Popen[bytes]) -> tuple[int, float]:
+    """Waits for the process; returns its exit status and the CPU seconds of its tree."""
+    _pid, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_utime + usage.ru_stime
+
+
 def print_log(outcome: Outcome, *, out=sys.stdout) -> None:  # type: ignore[no-untyped-def]
     verdict = "ok" if outcome.ok else "FAILED"
-    out.write(f"\n===== {outcome.name}: {verdict} in {outcome.seconds:.1f} s ({outcome.log}) =====\n")
+    out.write(
+        f"\n===== {outcome.name}: {verdict} in {outcome.seconds:.1f} s, {outcome.cpu:.1f} s CPU ({outcome.log}) =====\n"
+    )
     try:
         text = outcome.log.read_text(errors="replace")
     except OSError as exc:
@@ -223,12 +237,16 @@ def summary(outcomes: Sequence[Outcome], wall: float, lanes: int, *, out=sys.std
         out.write(f"\n!!!!! {outcome.name} FAILED: its full log again !!!!!")
         print_log(outcome, out=out)
     width = max([len(o.name) for o in outcomes] + [7])
-    out.write(f"\n{'session':<{width}}  result  seconds\n")
+    out.write(f"\n{'session':<{width}}  result  seconds  cpu-s\n")
     for o in outcomes:
-        out.write(f"{o.name:<{width}}  {'ok' if o.ok else 'FAILED':<6}  {o.seconds:7.1f}\n")
+        out.write(f"{o.name:<{width}}  {'ok' if o.ok else 'FAILED':<6}  {o.seconds:7.1f}  {o.cpu:5.0f}\n")
     busy = sum(o.seconds for o in outcomes)
+    cpu = sum(o.cpu for o in outcomes)
+    slowest = sorted(outcomes, key=lambda o: -o.seconds)[:SLOWEST]
+    out.write(f"slowest: {', '.join(f'{o.name} {o.seconds:.0f} s ({o.cpu:.0f} s CPU)' for o in slowest)}\n")
     out.write(
-        f"{len(outcomes)} sessions in {wall:.1f} s wall on {lanes} lanes ({busy:.1f} s of sessions); "
+        f"{len(outcomes)} sessions in {wall:.1f} s wall on {lanes} lanes ({busy:.1f} s of sessions, "
+        f"{cpu:.1f} s of CPU on {os.cpu_count()} CPUs); "
         f"{len(failed)} failed{': ' + ', '.join(o.name for o in failed) if failed else ''}\n"
     )
     out.flush()

@@ -24,6 +24,9 @@ the CI's orchestration.
     ./noxw -s bench_ci -- --rounds 3                   # three alternating rounds
     ./noxw -s bench_ci -- --sessions docs_check conformance_lint
     ./noxw -s bench_ci -- --sessions all               # every default session
+    ./noxw -s bench_ci -- --fresh-clone                # what CI does: `bash .ci/run` in a
+                                                       # fresh clone of HEAD; prints its wall
+                                                       # time, CPU time and slowest sessions
 
 Download caches (uv, pip, npm, Go) stay warm for both configurations, as on a developer's
 machine or a CI runner with a cache; node_modules is shared, so `npm ci` is skipped by both.
@@ -182,7 +185,11 @@ def bench_ci(session: nox.Session) -> None:
     parser = argparse.ArgumentParser(prog="bench_ci")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--sessions", nargs="+", default=SUBSET, help="names, or `all` for the default list")
+    parser.add_argument("--fresh-clone", action="store_true", help="time `bash .ci/run` in a fresh clone of HEAD")
     args = parser.parse_args(session.posargs)
+    if args.fresh_clone:
+        fresh_clone(session)
+        return
     sessions = list(nox.options.sessions or []) if args.sessions == ["all"] else args.sessions
     session.log(f"sessions: {' '.join(sessions)}; {args.rounds} round(s), order alternating")
     results: dict[str, list[Timing]] = {"baseline": [], "lanes": []}
@@ -221,6 +228,53 @@ def _report(session: nox.Session, results: dict[str, list[Timing]]) -> None:
     if all(b.setup and b.rest for _t, b in pairs):
         session.log(f"lanes / baseline, set-up sess-s:   {ratio([t.setup / b.setup for t, b in pairs])}")
         session.log(f"lanes / baseline, rest sess-s:     {ratio([t.rest / b.rest for t, b in pairs])}")
+
+
+# A row of the lanes' summary table: session, result, seconds, CPU seconds.
+ROW = re.compile(r"^(\w+)\s+(ok|FAILED)\s+([\d.]+)\s+([\d.]+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class SessionTime:
+    name: str
+    ok: bool
+    seconds: float
+    cpu: float
+
+
+def parse_summary(text: str) -> list[SessionTime]:
+    """The rows of the summary table a run in lanes ends with."""
+    return [SessionTime(m[1], m[2] == "ok", float(m[3]), float(m[4])) for m in ROW.finditer(text)]
+
+
+def fresh_clone(session: nox.Session) -> None:
+    """`bash .ci/run` in a fresh clone of HEAD, with ../shared beside it as on CI; the caches
+    outside the clone (~/.cache/colossus-sdks, Go's, npm's, uv's) are used as they are."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ci-clone-"))
+    clone = tmp / "main"
+    subprocess.run(["git", "clone", "--quiet", "--no-local", str(ROOT), str(clone)], check=True)
+    shared = ROOT.parent / "shared"
+    if shared.is_dir():
+        (tmp / "shared").symlink_to(shared)
+    log_path = tmp / "ci.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOX", "VIRTUAL_ENV", "COLOSSUS_CONFORMANCE"))}
+    session.log(f"bash .ci/run in {clone} (log {log_path})")
+    started = time.monotonic()
+    with open(log_path, "w") as log, LoadSampler() as load:
+        done = subprocess.run(["bash", ".ci/run"], cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT)
+    wall = time.monotonic() - started
+    rows = parse_summary(log_path.read_text(errors="replace"))
+    cpu = sum(r.cpu for r in rows)
+    session.log(
+        f"fresh clone: wall {wall:.1f} s, exit {done.returncode}; {len(rows)} sessions, "
+        f"{sum(r.seconds for r in rows):.0f} session-seconds, {cpu:.0f} CPU seconds "
+        f"({cpu / wall if wall else 0:.2f} CPUs busy on average of {os.cpu_count()}); {describe_load(load.samples)}"
+    )
+    for row in sorted(rows, key=lambda r: -r.seconds)[:8]:
+        session.log(f"  {row.name:<22} {row.seconds:6.1f} s  {row.cpu:5.0f} s CPU  {'ok' if row.ok else 'FAILED'}")
+    if done.returncode != 0:
+        session.error(f"the CI failed (exit {done.returncode}); its log: {log_path}")
+    shutil.rmtree(clone, ignore_errors=True)
 
 
 DEFAULT_SESSIONS = ["ci_selftest"]

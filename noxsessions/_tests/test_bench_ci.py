@@ -36,3 +36,19 @@ def test_split_log_counts_set_up_lines_and_skips_session_ends() -> None:
         ]
     )
     assert ci.split_log(text) == (10.0 + 4.0 + 5.0, 10.0 + 30.0 + 4.0 + 5.0)
+
+
+def test_parse_summary_reads_the_lanes_table() -> None:
+    text = "\n".join(
+        [
+            "nox > Session x was successful in 3 seconds.",
+            "session           result  seconds  cpu-s",
+            "check_generated   ok          4.6      3",
+            "conformance       FAILED    441.7    612",
+            "2 sessions in 450.0 s wall on 3 lanes",
+        ]
+    )
+    assert ci.parse_summary(text) == [
+        ci.SessionTime("check_generated", True, 4.6, 3.0),
+        ci.SessionTime("conformance", False, 441.7, 612.0),
+    ]

@@ -227,3 +227,16 @@ def test_noxw_routes_bare_runs_to_lanes(fake_root: Path, args: list[str], lanes_
         assert line.endswith(" ".join(args)) or not args
     else:
         assert line == expected
+
+
+def test_a_sessions_cpu_includes_its_children(tmp_path: Path) -> None:
+    # The "session" spends its CPU in a child process it waits for, as nox's sessions do.
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}], check=True)"
+    runner = _lanes.NoxRunner([sys.executable, "-c", child], [], [], tmp_path)
+    outcome = runner("burner")
+    assert outcome.ok
+    assert outcome.cpu >= 0.3
+    out = io.StringIO()
+    _lanes.summary([outcome], 1.0, 1, out=out)
+    assert "slowest: burner" in out.getvalue() and "s of CPU" in out.getvalue()
