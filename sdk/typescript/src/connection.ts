@@ -145,7 +145,14 @@ export async function retryRead<T>(
   }
 }
 
-/** Opens a verified connection to `target`; see the module comment for the order of checks. */
+/**
+ * Whether a failure while connecting is retried: as a read's, except a refused connection
+ * (`UNREACHABLE`), which ends the connect at once in every SDK.
+ */
+function connectRetryable(error: ColossusError): boolean {
+  return isRetryable(error) && !isUnreachable(error);
+}
+
 /**
  * A CANCELLED that neither the caller nor the SDK asked for is a lost connection: when the
  * worker dies or restarts, Node closes every open stream with CANCEL, so the call got no
@@ -161,6 +168,7 @@ export function lostConnectionAsUnavailable(mapped: ColossusError, error: unknow
   return new TransportError(`the connection to the worker was lost (${mapped.message})`, { code: "UNAVAILABLE", cause: error });
 }
 
+/** Opens a verified connection to `target`; see the module comment for the order of checks. */
 export async function openConnection(
   target: Target,
   credentials: CredentialProvider | Bearer,
@@ -191,7 +199,7 @@ export async function openConnection(
       options.retry,
       (error) => (error instanceof ColossusError ? error : mapError(error, { signal })),
       signal,
-      (error) => isRetryable(error) && !isUnreachable(error),
+      connectRetryable,
     );
     const bearer = credentials instanceof Bearer ? credentials : await loadBearer(credentials, signal);
     channel.setBearer(bearer);
@@ -207,6 +215,9 @@ export async function openConnection(
       options.retry,
       map,
       signal,
+      // As above: a worker that went away under this call (a sidecar's that exited) is
+      // heard at once, as in every SDK, not after the read budget's elapsed time.
+      connectRetryable,
     );
     verifyServerInfo(info, target);
     options.logger?.info("connected to the Colossus worker", {

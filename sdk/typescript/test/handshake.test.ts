@@ -131,6 +131,34 @@ describe("a connection that dies under the connect's GetServerInfo (a killed wor
   });
 });
 
+describe("a worker that exits under the connect's GetServerInfo (nothing listens any more)", () => {
+  it("fails the connect at once as UNREACHABLE, not after the read budget's elapsed time", async () => {
+    const worker = await startFakeWorker({ exitOnServerInfo: true });
+    cleanups.push(() => worker.close());
+    const dir = path.join(worker.dir, "exits");
+    await writeDiscovery(dir, worker.port, worker.pin, fixture("leaf.pem"));
+    const started = performance.now();
+    await assert.rejects(
+      Client.connect({
+        publicApiDir: dir,
+        expectedInstanceId: INSTANCE_ID,
+        expectedCertificateSha256: worker.pin,
+        credentials: new CountingProvider(),
+        connectTimeoutMs: 3_000,
+        retry: { maxAttempts: 5, initialBackoffMs: 10, maxBackoffMs: 50, maxElapsedMs: 20_000 },
+      }),
+      (e: unknown) => {
+        assert.ok(e instanceof TransportError, `got ${String(e)}`);
+        assert.equal(e.reason, "UNREACHABLE");
+        return true;
+      },
+    );
+    // A sidecar's connect then sees its worker's exit and restarts it (S7), as in Go.
+    assert.ok(performance.now() - started < 5_000, "the refused reconnect ended the connect");
+    assert.equal(worker.authorizations.length, 1);
+  });
+});
+
 const executable = findWorker();
 
 describe("the reference worker's TLS 1.2-only listener (it drops its alert)", { skip: executable === null ? "colossus-reference-worker not installed" : false }, () => {

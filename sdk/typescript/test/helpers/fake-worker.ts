@@ -44,6 +44,8 @@ export interface FakeBehaviour {
   readonly serverInfo?: MessageInitShape<typeof ServerInfoSchema>;
   /** How many `GetServerInfo` calls die unanswered with every connection (a killed worker). */
   readonly dropServerInfo?: number;
+  /** The first `GetServerInfo` ends the worker: it stops listening and drops every connection. */
+  readonly exitOnServerInfo?: boolean;
   readonly cert?: string;
   readonly key?: string;
   readonly chain?: string;
@@ -88,10 +90,21 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
   const authorizations: string[] = [];
   const watchCursors: number[] = [];
   let watchIndex = 0;
+  let exited: Promise<void> | undefined;
   const routes = (router: ConnectRouter): void => {
     router.service(SystemService, {
       async getServerInfo(_request, context) {
         authorizations.push(context.requestHeader.get("authorization") ?? "");
+        if (behaviour.exitOnServerInfo === true) {
+          exited ??= new Promise<void>((resolve) => {
+            server.close(() => {
+              resolve();
+            });
+          });
+          for (const session of sessions) session.destroy();
+          for (const socket of sockets) socket.destroy();
+          return await new Promise<never>(() => undefined);
+        }
         if (authorizations.length <= (behaviour.dropServerInfo ?? 0)) {
           for (const session of sessions) session.destroy();
           return await new Promise<never>(() => undefined);
@@ -146,10 +159,16 @@ export async function startFakeWorker(behaviour: FakeBehaviour = {}, port = 0): 
     tlsConnections: 0,
     cancelledWatches: 0,
     close: async (): Promise<void> => {
-      await new Promise<void>((resolve) => {
-        server.close(() => {
-          resolve();
+      // A worker that exited (exitOnServerInfo) has closed its listener already.
+      const closed =
+        exited ??
+        new Promise<void>((resolve) => {
+          server.close(() => {
+            resolve();
+          });
         });
+      await new Promise<void>((resolve) => {
+        void closed.then(resolve);
         // Drop open sessions so close() finishes, and connections that never became one (a
         // TLS probe dropped mid-handshake: Node 24 keeps it until the handshake timeout).
         for (const session of sessions) session.destroy();
