@@ -1,6 +1,7 @@
 //! The retry budget of reads and watch reconnects ([`Backoff`], no I/O), and the one loop
-//! that spends it on a read ([`read_with_retries`]): connect, GetServerInfo and the
-//! client's reads all retry through it.
+//! that spends it on a read ([`read_with_retries`]; [`connect_with_retries`] for the
+//! connect and its GetServerInfo): connect, GetServerInfo and the client's reads all retry
+//! through it.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -14,6 +15,35 @@ use crate::{Result, reasons};
 pub(crate) async fn read_with_retries<T, F, Fut>(
     what: &'static str,
     policy: RetryPolicy,
+    attempt: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    retry_loop(what, policy, true, attempt).await
+}
+
+/// As [`read_with_retries`], except that a refused connection (`UNREACHABLE`: nothing
+/// listens) ends the loop at once, as a connect does in every SDK: the caller hears it now,
+/// and a sidecar's connect sees its worker's exit and restarts it (S7) instead of waiting
+/// out the elapsed budget.
+pub(crate) async fn connect_with_retries<T, F, Fut>(
+    what: &'static str,
+    policy: RetryPolicy,
+    attempt: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    retry_loop(what, policy, false, attempt).await
+}
+
+async fn retry_loop<T, F, Fut>(
+    what: &'static str,
+    policy: RetryPolicy,
+    retry_unreachable: bool,
     mut attempt: F,
 ) -> Result<T>
 where
@@ -30,6 +60,9 @@ where
             return Err(err);
         }
         let reached_worker = err.reason() != Some(reasons::UNREACHABLE);
+        if !reached_worker && !retry_unreachable {
+            return Err(err);
+        }
         let Some(delay) = budget.next(reached_worker, Instant::now()) else {
             return Err(err);
         };
@@ -167,6 +200,53 @@ mod tests {
         assert!(b.next(true, t).is_none());
         b.reset();
         assert!(b.next(true, t).is_some());
+    }
+
+    fn refused() -> crate::Error {
+        crate::Error::status(
+            crate::Kind::Transport,
+            crate::Code::Unavailable,
+            Some(reasons::UNREACHABLE.to_owned()),
+            "nothing listens",
+        )
+    }
+
+    /// Fails with a refused connection `refusals` times, then succeeds; counts the calls.
+    fn refused_then_ok(
+        refusals: u32,
+        calls: &std::sync::atomic::AtomicU32,
+    ) -> impl FnMut() -> std::future::Ready<Result<()>> + '_ {
+        move || {
+            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::future::ready(if n < refusals { Err(refused()) } else { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_rides_out_refused_connections_but_a_connect_ends_at_the_first() {
+        let fast = RetryPolicy::builder()
+            .max_attempts(2)
+            .initial_backoff(Duration::from_millis(1))
+            .max_backoff(Duration::from_millis(2))
+            .max_elapsed(Some(Duration::from_secs(30)))
+            .build()
+            .unwrap();
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        read_with_retries("read", fast, refused_then_ok(3, &calls))
+            .await
+            .expect("a refusal spends no attempt of a read");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 4);
+
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let err = connect_with_retries("connect", fast, refused_then_ok(3, &calls))
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason(), Some(reasons::UNREACHABLE));
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "nothing listens: the connect says so at once, not after the elapsed budget"
+        );
     }
 
     #[test]

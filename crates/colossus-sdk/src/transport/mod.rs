@@ -114,8 +114,9 @@ pub(crate) async fn open_session(
         options.connect_timeout(),
     );
     // The first connection is retried like a read while nothing TLS was said (a worker
-    // still starting, or closing connections silently); a trust refusal ends it at once.
-    let channel = crate::retry::read_with_retries("connect", *options.retry(), || {
+    // closing connections silently); a trust refusal ends it at once, and so does a refused
+    // connection: nothing listens, which the caller should hear at once.
+    let channel = crate::retry::connect_with_retries("connect", *options.retry(), || {
         let (endpoint, connector, trust) = (&endpoint, connector.clone(), &trust);
         async move {
             endpoint

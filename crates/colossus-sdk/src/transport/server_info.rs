@@ -10,7 +10,7 @@ use crate::model::ServerInfo;
 use crate::options::ClientOptions;
 use crate::proto::GetServerInfoRequest;
 use crate::proto::system_service_client::SystemServiceClient;
-use crate::retry::read_with_retries;
+use crate::retry::connect_with_retries;
 use crate::status::{self, CallKind};
 use crate::trust::bearer::Bearer;
 use crate::{Error, Kind, Result, reasons};
@@ -20,14 +20,15 @@ pub(crate) const API_PACKAGE: &str = "colossus.api.v1alpha1";
 
 /// GetServerInfo, authenticated; an `UNAVAILABLE` answer is retried under the client's
 /// retry policy like any read (each retry is a new call; tonic reconnects through the
-/// pinned connector, so a trust refusal on the way ends the loop at once).
+/// pinned connector, so a trust refusal on the way ends the loop at once). As for the
+/// connect itself, a refused reconnect (the worker went away) ends it at once too.
 pub(super) async fn fetch(
     channel: &Channel,
     bearer: &Bearer,
     options: &ClientOptions,
     trust: &TrustState,
 ) -> Result<ServerInfo> {
-    read_with_retries("GetServerInfo", *options.retry(), || {
+    connect_with_retries("GetServerInfo", *options.retry(), || {
         fetch_once(channel, bearer, options, trust)
     })
     .await
