@@ -1,6 +1,6 @@
 """Runs nox sessions in parallel lanes: what a bare ./noxw (and so CI) does.
 
-    ./noxw                        every default session, one lane per CPU plus one
+    ./noxw                        every default session, one lane per CPU plus two
     ./noxw --lanes 3              three lanes
     ./noxw --lanes 2 -s a b c     only these sessions, in lanes
     ./noxw --lanes 1              the old serial run: plain nox, nothing of this module
@@ -73,18 +73,19 @@ LOCKS: dict[str, frozenset[str]] = {
 # Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
 # still start when nothing else runs.
 SIZES: dict[str, int] = {"conformance": 2}
-# Seconds per session in an idle serial run (clean clone, 2 cores): only the order of
-# starting depends on them. Unknown sessions count as DEFAULT_WEIGHT.
+# Seconds per session in a fresh clone's run in lanes (`./noxw -s bench_ci -- --fresh-clone`,
+# 2 CPUs; the Rust sessions as with a cold cargo cache): only the order of starting depends
+# on them. Unknown sessions count as DEFAULT_WEIGHT.
 WEIGHTS: dict[str, float] = {
-    "check_generated": 22, "compile_python": 4, "compile_typescript": 10, "compile_go": 3,
-    "codegen_tests": 29, "docs_check": 15, "durability_lint": 5, "durability_tests": 60,
-    "go_lint": 2, "go_tests": 36, "python_sdk_lint": 25, "python_sdk_tests": 52,
-    "python_sdk_examples": 12, "python_sdk_tox": 120, "typescript_lint": 26,
-    "typescript_tests": 18, "typescript_examples": 24, "typescript_package": 60,
-    "typescript_lowest": 60, "typescript_runtimes": 60,
-    "worker_lint": 3, "worker_tests": 180,
-    "worker_fuzz": 15, "conformance_lint": 5, "conformance_selftest": 120, "conformance": 270,
-    "ci_selftest": 5, "rust_lint": 60, "rust_tests": 120, "release_dry_run": 100,
+    "check_generated": 5, "compile_python": 6, "compile_typescript": 4, "compile_go": 10,
+    "codegen_tests": 94, "ci_selftest": 9, "docs_check": 57, "durability_lint": 4,
+    "durability_tests": 69, "go_lint": 7, "go_tests": 84, "h2spec": 3, "parsers_diff": 32,
+    "python_sdk_lint": 33, "python_sdk_tests": 63, "python_sdk_examples": 21,
+    "python_sdk_tox": 161, "python_sdk_docs": 16, "release_dry_run": 104, "rust_lint": 25,
+    "rust_tests": 110, "typescript_lint": 37, "typescript_tests": 30, "typescript_examples": 26,
+    "typescript_package": 116, "typescript_lowest": 42, "typescript_runtimes": 46,
+    "worker_lint": 5, "worker_tests": 215, "worker_fuzz": 14, "conformance_lint": 2,
+    "conformance_selftest": 44, "conformance": 372,
 }
 DEFAULT_WEIGHT = 30.0
 # Sessions the summary names as the slowest.
@@ -183,12 +184,13 @@ class NoxRunner:
         self.nox, self.options, self.posargs, self.logdir = list(nox), list(options), list(posargs), logdir
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.lock = threading.Lock()
+        self.began = time.monotonic()  # the run's start, for the offsets in "start" lines
 
     def __call__(self, name: str) -> Outcome:
         log = self.logdir / f"{name}.log"
         command = [*self.nox, *self.options, "-s", name, *(["--", *self.posargs] if self.posargs else [])]
         started = time.monotonic()
-        print(f"noxw lanes: start {name}", flush=True)
+        print(f"noxw lanes: start {name} at +{started - self.began:.0f} s", flush=True)
         with open(log, "wb") as out:
             # A session group of its own, so an interrupted run can stop it and its children.
             process = subprocess.Popen(
@@ -279,11 +281,12 @@ def split_arguments(argv: Sequence[str]) -> tuple[int, list[str] | None, list[st
 
 
 def default_lanes() -> int:
-    """One lane per CPU and one more: in an idle serial run the sessions used 0.7 of a CPU on
-    average (they wait on worker processes, restarts, time-outs and the network), so one
-    lane per CPU would leave CPU time unused. One CPU gets one lane."""
+    """One lane per CPU and two more: the sessions wait on worker processes, restarts,
+    time-outs and the network, so one lane per CPU would leave CPU time unused (a fresh
+    clone's run on 2 CPUs and 3 lanes kept 1.4 of them busy on average, with its Python
+    bytecode cached). One CPU gets one lane."""
     cpus = len(os.sched_getaffinity(0))
-    return cpus + 1 if cpus > 1 else 1
+    return cpus + 2 if cpus > 1 else 1
 
 
 def main(argv: Sequence[str], nox: Sequence[str]) -> int:
