@@ -59,7 +59,9 @@ def worker_tests(session: nox.Session) -> None:
     # so two run at once, a test file per xdist process (files share module-scoped
     # workers); `-- -n 0` runs them one after another. Not more: the worker fixture gives a
     # worker 15 s to start, which a loaded 2-CPU machine (load 15) exceeded with three.
-    _pytest(session, "conformance/tests/worker", timeout=120, parallel=("-n", "2", "--dist", "loadfile"))
+    # --durations: the log names the slowest tests, so CI time can be looked after.
+    _pytest(session, "conformance/tests/worker", timeout=120,
+            parallel=("-n", "2", "--dist", "loadfile", "--durations", "15"))
 
 
 @nox.session
