@@ -41,22 +41,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Shared state in the working tree, and the sessions that write it.
 LOCKS: dict[str, frozenset[str]] = {
-    # sdk/typescript: node_modules (npm ci), dist/ (npm run build), build/ (tsc of the tests).
-    "typescript-tree": frozenset(
-        {
-            "compile_typescript",
-            "typescript_lint",
-            "typescript_tests",
-            "typescript_examples",
-            "typescript_package",
-            "typescript_lowest",
-            "typescript_runtimes",
-            "typescript_conformance_runtimes",
-            "conformance",
-            "release",
-            "release_dry_run",
-        }
+    # sdk/typescript/build/: the tests compiled by tsc (the same files, rewritten by each).
+    # node_modules and dist/ need no lane lock: `npm ci` runs under a file lock and only
+    # when node_modules is not from the current lock file (typescript_sdk._npm_ci), and
+    # `npm run build` (scripts/build.mjs) takes a lock and rebuilds dist/ only when its
+    # inputs changed, so every session that builds them gets the same files.
+    "typescript-tests-build": frozenset(
+        {"typescript_tests", "typescript_examples", "typescript_runtimes", "bench_typescript_sdk"}
     ),
+    # The conformance clients' own builds (conformance/clients/*: node_modules, dist, binaries).
+    "conformance-clients": frozenset({"conformance", "typescript_conformance_runtimes"}),
     # sdk/python: `python -m build` and tox's package build both write src/*.egg-info and build/.
     # (release and release_dry_run build the sdist and wheel there too.)
     "python-sdk-tree": frozenset({"python_sdk_lint", "python_sdk_tox", "release", "release_dry_run"}),
@@ -190,7 +184,9 @@ class NoxRunner:
         log = self.logdir / f"{name}.log"
         command = [*self.nox, *self.options, "-s", name, *(["--", *self.posargs] if self.posargs else [])]
         started = time.monotonic()
-        print(f"noxw lanes: start {name} at +{started - self.began:.0f} s", flush=True)
+        # One write per line: sessions start from several threads.
+        sys.stdout.write(f"noxw lanes: start {name} at +{started - self.began:.0f} s\n")
+        sys.stdout.flush()
         with open(log, "wb") as out:
             # A session group of its own, so an interrupted run can stop it and its children.
             process = subprocess.Popen(

@@ -27,6 +27,7 @@ from pathlib import Path
 import nox
 
 from noxsessions._cargo import fetch
+from noxsessions.typescript_sdk import _npm_ci
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,9 @@ def conformance(session: nox.Session) -> None:
     # Runner arguments for a run of many sessions, where `--` would reach every session
     # (bench_ci: `--results-dir DIR --jobs 1`).
     extra = shlex.split(os.environ.get("COLOSSUS_CONFORMANCE_ARGS", ""))
+    # The TypeScript client's build installs the SDK's node_modules when they are missing;
+    # the sessions' npm ci (under its file lock) does it first, as other sessions may too.
+    _npm_ci(session)
     # The Rust client builds (--offline) into the shared cargo cache outside the clone.
     env = fetch(session)
     session.run(

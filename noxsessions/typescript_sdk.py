@@ -32,6 +32,7 @@ Arguments after `--` go to `node --test` (tests, examples) or to the benchmark.
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -89,16 +90,22 @@ LOCK_MARKER = "node_modules/.colossus-lock-sha256"
 def _npm_ci(session: nox.Session) -> None:
     """`npm ci` from the lock file, skipped when node_modules was installed from this very lock.
 
-    The conformance client's build (conformance/clients/typescript/build.mjs) uses the same
-    marker, so a session and a conformance run never reinstall under each other's feet.
+    Sessions that may run at the same time (the conformance run among them) take a file lock
+    for it, so the first installs and the others find node_modules current. The conformance
+    client's build (conformance/clients/typescript/build.mjs) uses the same marker.
     """
     digest = hashlib.sha256((SDK / "package-lock.json").read_bytes()).hexdigest()
     marker = SDK / LOCK_MARKER
-    if marker.is_file() and marker.read_text() == digest:
-        session.log("node_modules matches package-lock.json; npm ci skipped")
-        return
-    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
-    marker.write_text(digest)
+    lock_path = ROOT / ".cache" / "typescript-npm-ci.lock"
+    lock_path.parent.mkdir(exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.is_file() and marker.read_text() == digest:
+            session.log("node_modules matches package-lock.json; npm ci skipped")
+            return
+        with session.chdir(SDK):
+            session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+        marker.write_text(digest)
 
 
 def _with_worker(session: nox.Session) -> dict[str, str]:
