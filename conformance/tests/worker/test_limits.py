@@ -58,8 +58,13 @@ def test_watch_limits_hold_without_deadlock(make_worker):
 
 def test_create_buckets_per_application_and_global(make_worker):
     apps = tuple(f"app{i}" for i in range(1, 6))
+    # The global bucket refills slowly (1 a second, burst 8), so its refusal comes whatever
+    # the machine's load: with the default 4 a second, a loaded machine's creates took long
+    # enough for the bucket to refill and none was refused.
     worker = make_worker("--limit", "max_active_runs=100",
-                         "--limit", "max_active_runs_per_application=100", apps=apps)
+                         "--limit", "max_active_runs_per_application=100",
+                         "--limit", "create_rate_per_second=1", "--limit", "create_rate_burst=8",
+                         apps=apps)
     c1 = worker.client("app1")
     for i in range(4):
         c1.create(f"k{i}")
