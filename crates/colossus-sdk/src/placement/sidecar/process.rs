@@ -165,6 +165,16 @@ impl Process {
             .is_ok()
     }
 
+    /// Resolves once the worker has exited (never, if its exit cannot be observed).
+    pub(crate) fn exit(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.exited.clone();
+        async move {
+            if rx.wait_for(|gone| *gone).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Kills the whole process group at once (grandchildren included).
     pub(crate) fn kill(&mut self) {
         self.keepalive = None;

@@ -66,6 +66,17 @@ fn make_private_dir() -> Result<PathBuf> {
 
 use std::os::unix::fs::DirBuilderExt;
 
+/// The error of a connect whose worker exited before it was proven: what a refused
+/// connection to it says (every SDK reports a sidecar that died while connecting so).
+fn exited_while_connecting() -> Error {
+    Error::status(
+        Kind::Transport,
+        crate::Code::Unavailable,
+        Some(reasons::UNREACHABLE.to_owned()),
+        "the sidecar worker exited while the client was connecting to it",
+    )
+}
+
 impl SidecarSessions {
     fn new(options: SidecarOptions) -> Result<Self> {
         let (state_dir, owned) = match &options.state_dir {
@@ -95,7 +106,10 @@ impl SidecarSessions {
         })
     }
 
-    /// Spawns a worker, bootstraps it and opens a verified session on what it replied.
+    /// Spawns a worker, bootstraps it and opens a verified session on what it replied. A
+    /// worker that exits meanwhile ends the connect at once, as a refused connection does,
+    /// whatever the connect was still waiting on (a handshake or a call on a connection
+    /// that outlived the worker, say): the caller then restarts it or hears of it now.
     async fn start(&self, current: &mut Current) -> Result<Arc<Session>> {
         let state_dir = self.state_dir.to_string_lossy().into_owned();
         let process = Process::spawn(&self.options, &state_dir).await?;
@@ -110,8 +124,13 @@ impl SidecarSessions {
         };
         // The bearer came over the pipe and stays in memory; the provider only hands it on.
         let credentials = InMemoryCredentialProvider::new(reply.bearer.clone());
+        let exit = process.exit();
         current.process = Some(process);
-        let session = open_session(&target, &credentials, &self.options.client).await?;
+        let session = tokio::select! {
+            biased;
+            opened = open_session(&target, &credentials, &self.options.client) => opened?,
+            () = exit => return Err(exited_while_connecting()),
+        };
         let session = Arc::new(session);
         current.session = Some(session.clone());
         Ok(session)

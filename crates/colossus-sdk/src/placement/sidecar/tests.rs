@@ -247,3 +247,78 @@ async fn a_sidecar_client_serves_calls_and_its_worker_ends_when_dropped() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A worker that bootstraps with a genuine reply (argv[2]), then dies 300 ms later while
+/// the client is still connecting to it.
+const DIES_WHILE_CONNECTING: &str = r#"
+import os, struct, sys, time
+def read_exact(fd, n):
+    out = b""
+    while len(out) < n:
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            sys.exit(5)
+        out += chunk
+    return out
+read_exact(3, struct.unpack(">I", read_exact(3, 4))[0])
+body = sys.argv[1].encode()
+os.write(4, struct.pack(">I", len(body)) + body)
+time.sleep(0.3)
+os._exit(70)
+"#;
+
+#[tokio::test]
+async fn a_worker_that_dies_while_the_client_connects_ends_the_connect_at_once() {
+    use crate::transport::tests::{BEARER, INSTANCE, leaf};
+    // The worker's listening socket outlives it (as when a tool process inherited it): it
+    // accepts and never answers, so nothing but the exit itself can end the connect early.
+    let genuine = leaf();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            held.push(tcp);
+        }
+    });
+    let reply = serde_json::json!({
+        "version": 1,
+        "api_version": crate::trust::descriptor::API_VERSION,
+        "endpoint": format!("https://{addr}"),
+        "instance_id": INSTANCE,
+        "credential_id": "cred_test",
+        "certificate_pem": genuine.pem,
+        "certificate_sha256": crate::trust::pin::Pin::of_der(&genuine.der).to_hex(),
+        "bearer": BEARER,
+    });
+    let dir = state_dir("dies-connecting");
+    let options = SidecarOptions::builder("python3", "app_test")
+        .extra_args(["-c", DIES_WHILE_CONNECTING, &reply.to_string()])
+        .state_dir(&dir)
+        .max_restarts(0)
+        .startup_timeout(Duration::from_secs(30))
+        .client_options(
+            crate::options::ClientOptions::builder()
+                .connect_timeout(Duration::from_secs(20))
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let err = Client::start_sidecar(options).await.unwrap_err();
+    // The exit was seen during the handshake and counted against the restart budget (none
+    // here), long before the 20 s connect timeout.
+    assert_eq!(
+        err.reason(),
+        Some(reasons::SIDECAR_RESTARTS_EXHAUSTED),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the connect waited {:?} on a worker that had exited",
+        started.elapsed()
+    );
+    holder.abort();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
