@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import threading
 import weakref
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
@@ -24,7 +24,7 @@ from ._errors import ClientClosedError, ColossusError, SidecarError
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._runs import AsyncRuns, Runs
-from ._sidecar import BootstrapReply, SidecarSupervisor
+from ._sidecar import BootstrapReply, SidecarProcess, SidecarSupervisor
 from ._transport._descriptor import discover
 from ._watch import AsyncWatch
 
@@ -73,10 +73,16 @@ class _SyncDaemonBackend:
             connection.close()
 
 
-def _current_reply(supervisor: SidecarSupervisor) -> BootstrapReply:
+def _current_process(supervisor: SidecarSupervisor) -> SidecarProcess:
     if supervisor.process is None:  # pragma: no cover - start() ran in the constructor
         raise SidecarError("the sidecar worker is not running")
-    return supervisor.process.reply
+    return supervisor.process
+
+
+def _exited(process: SidecarProcess) -> Callable[[], bool]:
+    """Whether ``process`` exited: a connect to it then ends at once, and the worker is
+    replaced like any that exited (S1, S7)."""
+    return lambda: not process.alive
 
 
 class _SyncSidecarBackend:
@@ -90,7 +96,10 @@ class _SyncSidecarBackend:
         while True:
             try:
                 self._connection = connect_sync(
-                    _sidecar_target(process.reply), process.reply.bearer, options
+                    _sidecar_target(process.reply),
+                    process.reply.bearer,
+                    options,
+                    gone=_exited(process),
                 )
                 break
             except ColossusError:
@@ -111,9 +120,12 @@ class _SyncSidecarBackend:
                     self._supervisor.restart()
                 if self._reconnect:
                     # Also after a restart whose connect failed: never hand out the closed one.
-                    reply = _current_reply(self._supervisor)
+                    process = _current_process(self._supervisor)
                     self._connection = connect_sync(
-                        _sidecar_target(reply), reply.bearer, self._options
+                        _sidecar_target(process.reply),
+                        process.reply.bearer,
+                        self._options,
+                        gone=_exited(process),
                     )
                     self._reconnect = False
         return self._connection
@@ -171,7 +183,10 @@ class _AsyncSidecarBackend:
             while True:
                 try:
                     connection = await connect_async(
-                        _sidecar_target(process.reply), process.reply.bearer, options
+                        _sidecar_target(process.reply),
+                        process.reply.bearer,
+                        options,
+                        gone=_exited(process),
                     )
                     break
                 except ColossusError:
@@ -195,9 +210,12 @@ class _AsyncSidecarBackend:
                     await asyncio.to_thread(self._supervisor.restart)
                 if self._reconnect:
                     # Also after a restart whose connect failed: never hand out the closed one.
-                    reply = _current_reply(self._supervisor)
+                    process = _current_process(self._supervisor)
                     self._connection = await connect_async(
-                        _sidecar_target(reply), reply.bearer, self._options
+                        _sidecar_target(process.reply),
+                        process.reply.bearer,
+                        self._options,
+                        gone=_exited(process),
                     )
                     self._reconnect = False
         return self._connection

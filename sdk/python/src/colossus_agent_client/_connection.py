@@ -39,6 +39,7 @@ from ._credentials import CredentialProvider, load_bearer
 from ._errors import (
     ColossusError,
     IncompatibleServerError,
+    LocalReason,
     TransportError,
     TrustError,
     from_rpc_error,
@@ -67,6 +68,9 @@ API_MAJOR: Final = 1
 # grpc_connectivity_state READY in grpcio's core (stable since the C core's first release).
 _READY: Final = 2
 _POLL_SECONDS: Final = 0.25
+# How often a connect's GetServerInfo, waiting for a ready channel, looks whether nothing
+# listens any more (see connect_ended).
+_CONNECT_WATCH_SECONDS: Final = 0.05
 # How long a retry's wait for the channel trusts one connection before asking the backend
 # again (a sidecar backend may have replaced it meanwhile).
 _READY_SLICE_SECONDS: Final = 1.0
@@ -305,31 +309,70 @@ def wait_ready_sync(
     return True
 
 
+def connect_ended(relay: TrustRelay, gone: Callable[[], bool] | None) -> TransportError | None:
+    """Why a connect's ``GetServerInfo`` stops waiting now, or None (S1).
+
+    The call waits for a ready channel (``wait_for_ready``), so a refused reconnect would
+    hold it until its deadline: it ends instead once the relay's latest connection to the
+    worker was refused (nothing listens), or once ``gone()`` says the worker exited (a
+    sidecar), both as ``UNREACHABLE``, what a refused first connection says.
+    """
+    if gone is not None and gone():
+        return TransportError(
+            "the sidecar worker exited while the client was connecting to it",
+            code=grpc.StatusCode.UNAVAILABLE,
+            reason=LocalReason.UNREACHABLE,
+        )
+    refused = relay.unreachable()
+    if refused is None:
+        return None
+    return TransportError(refused.message, code=refused.code, reason=refused.reason)
+
+
+def answer_unless_ended(call: Any, ended: Callable[[], ColossusError | None]) -> Any:
+    """The answer of a sync call future; cancelled as soon as ``ended()`` names a reason."""
+    while True:
+        try:
+            return call.result(timeout=_CONNECT_WATCH_SECONDS)
+        except grpc.FutureTimeoutError:
+            stop = ended()
+            if stop is not None:
+                call.cancel()
+                raise stop from None
+
+
 def _get_server_info_sync(
     channel: grpc.Channel,
     bearer: Bearer,
     timeout: float,
     policy: RetryPolicy,
     refusal: Callable[[], TrustError | None],
+    ended: Callable[[], ColossusError | None],
 ) -> ServerInfo:
     # Through the choke point too, with no cap: none is advertised before this answer.
     stub = system_pb2_grpc.SystemServiceStub(capped(channel, RequestCap()))
 
     def attempt() -> ServerInfo:
-        response = stub.GetServerInfo(
+        call = stub.GetServerInfo.future(
             system_pb2.GetServerInfoRequest(),
             timeout=timeout,
             metadata=call_metadata(bearer),
             wait_for_ready=True,
         )
+        response = answer_unless_ended(call, ended)
         return _convert.server_info(response.server_info)
 
     return retry_sync(attempt, policy, what="GetServerInfo", refusal=refusal)
 
 
 def connect_sync(
-    target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
+    target: Target,
+    credentials: CredentialProvider | Bearer,
+    options: ClientOptions,
+    *,
+    gone: Callable[[], bool] | None = None,
 ) -> SyncConnection:
+    """Connects and proves the worker (C1-C7); ``gone()`` (a sidecar's) says it exited."""
     started = time.monotonic()
     receive, send = _caps(options, None)
     relay = TrustRelay(
@@ -350,7 +393,12 @@ def connect_sync(
         relay.preflight()
         bearer = credentials if isinstance(credentials, Bearer) else load_bearer(credentials)
         info = _get_server_info_sync(
-            channel, bearer, options.connect_timeout, options.retry, relay.refusal
+            channel,
+            bearer,
+            options.connect_timeout,
+            options.retry,
+            relay.refusal,
+            lambda: connect_ended(relay, gone),
         )
         verify_server_info(info, target)
         new_receive, new_send = _caps(options, info)
@@ -503,9 +551,33 @@ async def wait_ready_async(
     return True
 
 
+async def answer_unless_ended_async(call: Any, ended: Callable[[], ColossusError | None]) -> Any:
+    """The asyncio twin of :func:`answer_unless_ended`, for a ``grpc.aio`` call."""
+    answer = asyncio.ensure_future(call)
+    try:
+        while True:
+            done, _ = await asyncio.wait((answer,), timeout=_CONNECT_WATCH_SECONDS)
+            if done:
+                return answer.result()
+            stop = ended()
+            if stop is not None:
+                call.cancel()
+                raise stop
+    finally:
+        if not answer.done():
+            answer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, grpc.RpcError):
+                await answer
+
+
 async def connect_async(
-    target: Target, credentials: CredentialProvider | Bearer, options: ClientOptions
+    target: Target,
+    credentials: CredentialProvider | Bearer,
+    options: ClientOptions,
+    *,
+    gone: Callable[[], bool] | None = None,
 ) -> AsyncConnection:
+    """The asyncio twin of :func:`connect_sync`."""
     started = time.monotonic()
     receive, send = _caps(options, None)
     relay = TrustRelay(
@@ -529,12 +601,13 @@ async def connect_async(
         stub = system_pb2_grpc.SystemServiceStub(capped_async(channel, RequestCap()))
 
         async def attempt() -> ServerInfo:
-            response = await stub.GetServerInfo(
+            call = stub.GetServerInfo(
                 system_pb2.GetServerInfoRequest(),
                 timeout=options.connect_timeout,
                 metadata=call_metadata(bearer),
                 wait_for_ready=True,
             )
+            response = await answer_unless_ended_async(call, lambda: connect_ended(relay, gone))
             return _convert.server_info(response.server_info)
 
         async def refused() -> TrustError | None:

@@ -60,6 +60,12 @@ class _OneRequest:
         self._cap.check(request)
         return self._method(request, *args, **kwargs)
 
+    def future(self, request: Message, *args: Any, **kwargs: Any) -> Any:
+        """grpcio's ``future`` of a sync unary call (the connect's cancellable
+        ``GetServerInfo``), checked like a call."""
+        self._cap.check(request)
+        return self._method.future(request, *args, **kwargs)
+
 
 class _RequestStream:
     """A client-streaming method: all messages are checked before the call starts.
@@ -86,10 +92,10 @@ class _RequestStream:
 class CappedChannel:
     """A grpcio channel (sync or asyncio) whose methods all check the request cap.
 
-    Only the four method factories are offered, and their methods only ``__call__``
-    (no ``future``/``with_call`` that could go around the check): stubs and the SDK's
-    hand-built methods need nothing else, and the connection keeps the real channel for
-    its lifecycle.
+    Only the four method factories are offered, and their methods only ``__call__`` and,
+    for a unary request, a ``future`` checked the same way (no ``with_call``, nothing that
+    could go around the check): stubs and the SDK's hand-built methods need nothing else,
+    and the connection keeps the real channel for its lifecycle.
     """
 
     __slots__ = ("_cap", "_channel")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import socket
@@ -138,6 +139,31 @@ def test_a_connection_that_passes_clears_an_earlier_refusal(
         relay._refusal = PinMismatchError("an earlier listener")
         assert _through(relay, b"ping") == b"ping"
         assert relay.refusal() is None
+    finally:
+        relay.close()
+
+
+def test_a_refused_connection_is_recorded_as_unreachable_until_one_passes(
+    echo: dict[str, EchoTlsServer], leaf: Leaf
+) -> None:
+    # The connect's GetServerInfo ends on this record (S1): grpcio only sees its local
+    # connection closed and would wait for a ready channel until the call's deadline.
+    server = echo["genuine"]
+    relay = _relay(server, leaf)
+    try:
+        assert relay.unreachable() is None
+        with socket.socket() as probe:  # a port nothing listens on
+            probe.bind(("127.0.0.1", 0))
+            closed_port = probe.getsockname()[1]
+        relay._endpoint = dataclasses.replace(server.endpoint, port=closed_port)
+        assert _through(relay, b"ping") == b""
+        refused = relay.unreachable()
+        assert isinstance(refused, TransportError)
+        assert refused.reason == "UNREACHABLE"
+        assert relay.refusal() is None  # nothing listens: no trust verdict
+        relay._endpoint = server.endpoint
+        assert _through(relay, b"ping") == b"ping"
+        assert relay.unreachable() is None
     finally:
         relay.close()
 

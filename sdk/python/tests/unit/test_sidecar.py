@@ -114,13 +114,24 @@ def test_a_read_that_meets_the_crash_is_retried_on_the_replacement(
     assert calls.count("GetServerInfo") == 2  # each worker was verified before use
 
 
+# The connect timeout of the tests below: a connect that waited it out on the dead worker
+# (as its GetServerInfo did while it waited for a ready channel) would fail them.
+SLOW_CONNECT = 20.0
+AT_ONCE = 8.0
+
+
 def test_a_worker_that_dies_while_the_client_connects_is_replaced(
     fake_exe: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    options = opts(fake_exe, "--fake=crash-on-connect", state_dir=state, connect_timeout=2.0)
+    options = opts(
+        fake_exe, "--fake=crash-on-connect", state_dir=state, connect_timeout=SLOW_CONNECT
+    )
+    started = time.monotonic()
     with colossus.Client.start_sidecar(options) as client:
+        # S1: the connect ended when the worker exited, not at its deadline.
+        assert time.monotonic() - started < AT_ONCE
         assert client.runs.get("run_1").run_id == "run_1"
     assert (state / "calls.log").read_text().split() == ["GetServerInfo", "GetServerInfo", "GetRun"]
 
@@ -130,8 +141,12 @@ async def test_an_async_client_replaces_a_worker_that_dies_while_it_connects(
 ) -> None:
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
-    options = opts(fake_exe, "--fake=crash-on-connect", state_dir=state, connect_timeout=2.0)
+    options = opts(
+        fake_exe, "--fake=crash-on-connect", state_dir=state, connect_timeout=SLOW_CONNECT
+    )
+    started = time.monotonic()
     async with await colossus.AsyncClient.start_sidecar(options) as client:
+        assert time.monotonic() - started < AT_ONCE
         assert (await client.runs.get("run_1")).run_id == "run_1"
     assert (state / "calls.log").read_text().split() == ["GetServerInfo", "GetServerInfo", "GetRun"]
 
@@ -139,10 +154,14 @@ async def test_an_async_client_replaces_a_worker_that_dies_while_it_connects(
 def test_a_worker_that_keeps_dying_while_the_client_connects_spends_the_budget(
     fake_exe: Path,
 ) -> None:
-    options = opts(fake_exe, "--fake=crash-always-on-connect", max_restarts=1, connect_timeout=2.0)
+    options = opts(
+        fake_exe, "--fake=crash-always-on-connect", max_restarts=1, connect_timeout=SLOW_CONNECT
+    )
+    started = time.monotonic()
     with pytest.raises(colossus.SidecarError) as info:
         colossus.Client.start_sidecar(options)
     assert info.value.reason == "SIDECAR_RESTARTS_EXHAUSTED"
+    assert time.monotonic() - started < AT_ONCE
 
 
 def test_restarts_are_bounded(fake_exe: Path) -> None:

@@ -35,7 +35,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Final
 
-from .._errors import PinMismatchError, TlsPolicyError, TransportError, TrustError
+from .._errors import LocalReason, PinMismatchError, TlsPolicyError, TransportError, TrustError
 from ._certificate import LeafCertificate
 from ._descriptor import Endpoint
 from ._preflight import HandshakeDroppedError, open_verified
@@ -115,6 +115,7 @@ class TrustRelay:
         self._preflighting = preflight_first
         self._preflight_failed = False
         self._refusal: TrustError | None = None
+        self._unreachable: TransportError | None = None
         self._parked: ssl.SSLSocket | None = None
         self._ready: list[tuple[socket.socket, ssl.SSLSocket]] = []
         self._links: set[_Link] = set()
@@ -191,6 +192,12 @@ class TrustRelay:
         """The refusal of the latest checked connection, None once one passed again."""
         return self._refusal
 
+    def unreachable(self) -> TransportError | None:
+        """Why the latest connection to the worker could not even be opened (``UNREACHABLE``:
+        nothing listens there), None once one was opened again. grpcio only sees its local
+        connection closed, and would wait for a ready channel until its call's deadline."""
+        return self._unreachable
+
     def close(self) -> None:
         """Stops the relay: closes every connection and removes the socket folder."""
         with self._lock:
@@ -219,7 +226,12 @@ class TrustRelay:
             # call already finds the reason here.
             self._refusal = refusal
             raise
+        except TransportError as failure:
+            if failure.reason == LocalReason.UNREACHABLE:
+                self._unreachable = failure
+            raise
         self._refusal = None
+        self._unreachable = None
         return tls
 
     def _handshake(self, local: socket.socket) -> None:
