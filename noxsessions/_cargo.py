@@ -14,6 +14,13 @@ outside the clone too.
 Each session runs `cargo fetch --locked` once and then builds with `--locked --offline`,
 so a build never resolves or downloads anything the lock file does not name.
 
+The workspace's own crates are shared too: cargo names their units by their path within the
+workspace, not the clone's, and takes a unit as fresh when its output is newer than its
+sources. A fresh clone's sources are newer than anything built before, so CI always compiles
+its own code. Two clones used side by side are not: a build in the older clone after an edit
+in the newer one leaves units the newer one takes as fresh (a stale conformance client was
+seen so). Give such a clone a folder of its own with `COLOSSUS_CARGO_TARGET_DIR`.
+
 `COLOSSUS_CARGO_TARGET_DIR` moves the cache (a fresh one for a measurement of a cold build).
 Cargo locks its target folder itself, so sessions in parallel lanes wait for each other's
 builds instead of corrupting them.
