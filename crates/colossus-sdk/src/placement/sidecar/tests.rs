@@ -11,10 +11,10 @@ use crate::grpc::SessionSource;
 use crate::model::DeploymentMode;
 use crate::{Client, Kind, reasons};
 
-/// A fake worker: reads the request from fd 3, starts a grandchild in its own process
-/// group (to prove the whole group ends), then answers as `mode` says.
-const FAKE: &str = r#"
-import json, os, struct, subprocess, sys, time
+/// The fake workers' bootstrap pipe reader (Python), shared by the scripts below.
+macro_rules! read_exact_py {
+    () => {
+        r#"
 def read_exact(fd, n):
     out = b""
     while len(out) < n:
@@ -23,7 +23,16 @@ def read_exact(fd, n):
             sys.exit(5)
         out += chunk
     return out
-mode = sys.argv[1]
+"#
+    };
+}
+
+/// A fake worker: reads the request from fd 3, starts a grandchild in its own process
+/// group (to prove the whole group ends), then answers as `mode` says.
+const FAKE: &str = concat!(
+    "import json, os, struct, subprocess, sys, time",
+    read_exact_py!(),
+    r#"mode = sys.argv[1]
 assert sys.argv[2:] == ["--sidecar", "--bootstrap-in-fd", "3", "--bootstrap-out-fd", "4"], sys.argv
 request = json.loads(read_exact(3, struct.unpack(">I", read_exact(3, 4))[0]))
 assert set(request) == {"version", "state_dir", "application_id", "grant"}, request
@@ -42,7 +51,8 @@ body = {
 header = struct.pack(">I", 70000 if mode == "huge" else len(body))
 os.write(4, header + body)
 time.sleep(60)
-"#;
+"#
+);
 
 fn state_dir(tag: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
@@ -250,22 +260,16 @@ async fn a_sidecar_client_serves_calls_and_its_worker_ends_when_dropped() {
 
 /// A worker that bootstraps with a genuine reply (argv[2]), then dies 300 ms later while
 /// the client is still connecting to it.
-const DIES_WHILE_CONNECTING: &str = r#"
-import os, struct, sys, time
-def read_exact(fd, n):
-    out = b""
-    while len(out) < n:
-        chunk = os.read(fd, n - len(out))
-        if not chunk:
-            sys.exit(5)
-        out += chunk
-    return out
-read_exact(3, struct.unpack(">I", read_exact(3, 4))[0])
+const DIES_WHILE_CONNECTING: &str = concat!(
+    "import os, struct, sys, time",
+    read_exact_py!(),
+    r#"read_exact(3, struct.unpack(">I", read_exact(3, 4))[0])
 body = sys.argv[1].encode()
 os.write(4, struct.pack(">I", len(body)) + body)
 time.sleep(0.3)
 os._exit(70)
-"#;
+"#
+);
 
 #[tokio::test]
 async fn a_worker_that_dies_while_the_client_connects_ends_the_connect_at_once() {
