@@ -122,6 +122,16 @@ def _skipped(relative: Path) -> bool:
     )
 
 
+def build_sdist_and_wheel(session: nox.Session, source: Path, out: Path) -> None:
+    """`python -m build` (the session needs the `build` package): the sdist, then the wheel
+    built from it, as PyPI users get them. Its isolated build environments are filled by the
+    pinned uv beside nox when there is one (pip took 7 CPU-seconds per build to fill them)."""
+    uv = Path(sys.executable).parent / "uv"
+    installer = ["--installer", "uv"] if uv.is_file() else []
+    path = os.pathsep.join([str(uv.parent), os.environ.get("PATH", "")])
+    session.run("python", "-m", "build", *installer, "--outdir", str(out), str(source), env={"PATH": path})
+
+
 def _build_command(source: Path, out: Path) -> list[str]:
     # uv is pinned next to nox (noxsessions/requirements.txt); pip is the fallback without it.
     uv = Path(sys.executable).parent / "uv"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nox
 
-from noxsessions._wheels import install_local
+from noxsessions._wheels import build_sdist_and_wheel, install_local
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "sdk/python"
@@ -72,7 +72,7 @@ def python_sdk_lint(session: nox.Session) -> None:
         session.run("mypy", "--strict", "src/colossus_agent_client", "examples", "benchmarks")
     session.install("-r", str(SDK / "requirements-release.txt"))
     dist = Path(session.create_tmp()).resolve() / "dist"
-    session.run("python", "-m", "build", "--outdir", str(dist), str(SDK))
+    build_sdist_and_wheel(session, SDK, dist)
     artifacts = sorted(str(p) for p in dist.glob("*"))
     session.run("twine", "check", "--strict", *artifacts)
     # The config in sdk/python/pyproject.toml says why W002 is ignored.

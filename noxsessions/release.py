@@ -42,7 +42,7 @@ from typing import Any
 import nox
 
 from noxsessions._cargo import OFFLINE, fetch
-from noxsessions._wheels import install_local
+from noxsessions._wheels import build_sdist_and_wheel, install_local
 from noxsessions.typescript_sdk import _npm_ci
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +103,7 @@ def _log_sizes(session: nox.Session, artifacts: list[Path]) -> None:
 
 def _python_artifacts(session: nox.Session, out: Path) -> list[Path]:
     session.install("-r", str(PY_SDK / "requirements-release.txt"))
-    session.run("python", "-m", "build", "--outdir", str(out), str(PY_SDK))
+    build_sdist_and_wheel(session, PY_SDK, out)
     found = sorted(out.glob("*"))
     wheels = [p for p in found if p.suffix == ".whl"]
     sdists = [p for p in found if p.name.endswith(".tar.gz")]
@@ -233,7 +233,9 @@ def _go_from_proxy(session: nox.Session, where: Path) -> Runner:
     with session.chdir(where):
         session.run("go", "get", f"{GO_MODULE}@{go_version()}", external=True, env=env)
         session.run("go", "mod", "tidy", external=True, env=env)
-        session.run("go", "build", "-o", "roundtrip", ".", external=True, env=env)
+        # -trimpath: the private module cache above has a new path on every run, and without
+        # it the build cache keys each dependency on its folder and compiles them all again.
+        session.run("go", "build", "-trimpath", "-o", "roundtrip", ".", external=True, env=env)
     return ("go", [str(where / "roundtrip")], where, {})
 
 
