@@ -282,7 +282,8 @@ DEFAULT_SESSIONS = ["ci_selftest"]
 
 @nox.session
 def ci_selftest(session: nox.Session) -> None:
-    """Tests of the CI's own orchestration: the lanes of a bare ./noxw and their locks."""
+    """Tests of the CI's own orchestration: the lanes of a bare ./noxw and their locks, bench_ci,
+    and the TypeScript build's cache outside the clone."""
     session.install("pytest==9.2.0", "-r", str(ROOT / "noxsessions/requirements.txt"))
     session.run(
         "pytest", "-p", "no:cacheprovider", "-q", str(ROOT / "noxsessions/_tests"), *session.posargs,
