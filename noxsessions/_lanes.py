@@ -41,13 +41,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Shared state in the working tree, and the sessions that write it.
 LOCKS: dict[str, frozenset[str]] = {
-    # sdk/typescript/build/: the tests compiled by tsc (the same files, rewritten by each).
+    # sdk/typescript/build/: the tests compiled by tsc (the same files, rewritten by each;
+    # typescript_lint type-checks them by compiling them there).
     # node_modules and dist/ need no lane lock: `npm ci` runs under a file lock and only
     # when node_modules is not from the current lock file (typescript_sdk._npm_ci), and
     # `npm run build` (scripts/build.mjs) takes a lock and rebuilds dist/ only when its
     # inputs changed, so every session that builds them gets the same files.
     "typescript-tests-build": frozenset(
-        {"typescript_tests", "typescript_examples", "typescript_runtimes", "bench_typescript_sdk"}
+        {"typescript_tests", "typescript_examples", "typescript_runtimes", "bench_typescript_sdk",
+         "typescript_lint"}
     ),
     # The conformance clients' own builds (conformance/clients/*: node_modules, dist, binaries).
     "conformance-clients": frozenset({"conformance", "typescript_conformance_runtimes"}),

@@ -120,21 +120,64 @@ def _built_with_worker(session: nox.Session) -> dict[str, str]:
     env = _with_worker(session)
     session.chdir(SDK)
     _npm_ci(session)
-    # build/ is compiled once per content of its inputs: the sessions that use it run one
-    # after another (their lane lock) and would otherwise compile the same files each time.
+    _compile_tests(session)
+    return env
+
+
+def _compile_tests(session: nox.Session) -> None:
+    """`tsc -p tsconfig.test.json` into build/: type-checks and compiles src, tests, examples
+    and bench, once per content of its inputs.
+
+    The sessions that use build/ run one after another (their lane lock) and would otherwise
+    compile the same files each time. A compile that passed is also kept outside the clone
+    (cache folder typescript-tests-build/<digest>), so a fresh clone of the same sources
+    copies it; tsc output depends on nothing but the digested files.
+    """
     digest = _tests_build_digest()
     marker = SDK / TESTS_BUILD_MARKER
     if marker.is_file() and marker.read_text() == digest:
         session.log("build/ was compiled from these sources; tsc skipped")
-        return env
+        return
     marker.unlink(missing_ok=True)
+    cache = cache_dir("typescript-tests-build")
+    kept = cache / digest
+    if (kept / TESTS_BUILD_MARKER_NAME).is_file():
+        for part in TESTS_BUILD_INPUTS:
+            shutil.rmtree(SDK / "build" / part, ignore_errors=True)
+            if (kept / part).is_dir():
+                shutil.copytree(kept / part, SDK / "build" / part)
+        marker.write_text(digest)  # last: an interrupted copy is never taken for a compile
+        os.utime(kept)  # recently used: kept longest
+        session.log(f"build/ copied from {kept}, compiled from these sources; tsc skipped")
+        return
     session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
     marker.write_text(digest)
-    return env
+    partial = Path(tempfile.mkdtemp(prefix=f".{digest}.", dir=_made(cache)))
+    for part in TESTS_BUILD_INPUTS:
+        if (SDK / "build" / part).is_dir():
+            shutil.copytree(SDK / "build" / part, partial / part)
+    (partial / TESTS_BUILD_MARKER_NAME).write_text(digest)
+    try:
+        partial.rename(kept)
+    except OSError:  # another clone kept the same compile meanwhile
+        shutil.rmtree(partial, ignore_errors=True)
+    builds = sorted((p for p in cache.iterdir() if not p.name.startswith(".")),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in builds[TESTS_BUILD_KEEP:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
-TESTS_BUILD_MARKER = "build/.colossus-tests-sha256"
-# What `tsc -p tsconfig.test.json` reads: its include globs, its configs and the installed types.
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+TESTS_BUILD_MARKER_NAME = ".colossus-tests-sha256"
+TESTS_BUILD_MARKER = f"build/{TESTS_BUILD_MARKER_NAME}"
+# Compiles the cache outside the clone keeps (a few MB each).
+TESTS_BUILD_KEEP = 8
+# What `tsc -p tsconfig.test.json` reads: its include globs, its configs and the installed
+# types. With rootDir ".", it writes one folder under build/ for each input folder.
 TESTS_BUILD_INPUTS = ("src", "test", "examples", "bench")
 TESTS_BUILD_FILES = ("tsconfig.json", "tsconfig.test.json", "package-lock.json")
 
@@ -155,7 +198,9 @@ def typescript_lint(session: nox.Session) -> None:
     session.chdir(SDK)
     _npm_ci(session)
     session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.json", external=True)
-    session.run("npx", "--no-install", "tsc", "--noEmit", "-p", "tsconfig.test.json", external=True)
+    # The tests, examples and bench type-check as they compile to build/ (at most once per
+    # content of their sources; the test sessions then reuse it).
+    _compile_tests(session)
     session.run("npx", "--no-install", "eslint", "--max-warnings", "0", ".", external=True)
     # The API reference (build/api-docs): any warning fails, a missing doc comment included.
     session.run("npx", "--no-install", "typedoc", "--options", "typedoc.json", external=True)
