@@ -137,6 +137,15 @@ def test_order_puts_long_sessions_first() -> None:
     assert order == ["conformance", "python_sdk_tox", "docs_check", "go_lint"]
 
 
+def test_order_starts_a_chain_of_lock_mates_before_a_longer_single_session() -> None:
+    # The four TypeScript build/ sessions run one after another: together they outweigh
+    # docs_check and codegen_tests, though each of them alone is shorter.
+    typescript = ["typescript_tests", "typescript_examples", "typescript_lint", "typescript_runtimes"]
+    order = Schedule.order(["docs_check", "codegen_tests", *typescript])
+    assert order[:4] == sorted(typescript, key=lambda n: -_lanes.WEIGHTS[n])
+    assert order[4:] == ["codegen_tests", "docs_check"]
+
+
 def test_every_named_session_exists() -> None:
     # A renamed session would silently lose its lock or its size.
     import nox  # noqa: F401
