@@ -43,8 +43,8 @@ from .commands.common import (
 from .commands.serve import add_arguments as add_serve_arguments
 from .config import SCOPES
 from .errors import JournalIntegrityError, StorageUnavailable
-from .faults import add_arguments as add_fault_arguments
-from .sidecar.main import add_arguments as add_sidecar_arguments
+from .fault_flags import add_arguments as add_fault_arguments
+from .sidecar.options import add_arguments as add_sidecar_arguments
 from .state import StateError, StateLocked
 
 __all__ = ["EXIT_DELIVERY", "EXIT_INTEGRITY", "EXIT_LOCKED", "EXIT_NOT_FOUND", "EXIT_STATE",

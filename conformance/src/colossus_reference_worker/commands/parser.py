@@ -6,11 +6,14 @@ import argparse
 from pathlib import Path
 from textwrap import dedent
 
-from ..faults import add_arguments as add_fault_arguments
-from ..sidecar.main import add_arguments as add_sidecar_arguments
+# Only the flags of each command: building the parser imports none of the machinery
+# behind them (the faults, the engine, the generated messages), which most commands and
+# every --help never need.
+from ..engine.model import STATUSES
+from ..fault_flags import add_arguments as add_fault_arguments
+from ..sidecar.options import add_arguments as add_sidecar_arguments
 from .admin import add_delivery_flags, add_grant_flags
 from .common import EXIT_CODES, PROG, Parser, add_folder_flags, add_json_flag, port_number
-from .runs import add_run_filters
 from .serve import add_arguments as add_serve_arguments
 
 COMMANDS = ("serve", "dev", "enroll", "credentials", "runs", "journal")
@@ -40,6 +43,13 @@ def _placement_flags(parser: argparse.ArgumentParser) -> None:
                         help="override one limit, named as GetServerInfo advertises it "
                              "(e.g. create_rate.burst=32, handshake_timeout=10s); "
                              "the override is advertised too")
+
+
+def _run_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--application", metavar="APP", help="only this application's runs")
+    parser.add_argument("--status", action="append", default=[], choices=STATUSES,
+                        metavar="STATUS", help="only runs in STATUS (repeatable): "
+                        + ", ".join(STATUSES))
 
 
 def _sub(subs: argparse._SubParsersAction[Parser], name: str, summary: str, examples: str,
@@ -164,7 +174,7 @@ def build() -> Parser:
                   "creation time", f"""
         {PROG} runs list --public-api-dir ~/colossus --application my-app --json
         """)
-    add_run_filters(r_list)
+    _run_filters(r_list)
     r_show = _sub(run_subs, "show", "one run, fully verified, with every event", f"""
         {PROG} runs show run_... --public-api-dir ~/colossus
         """)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..engine.model import STATUSES, TERMINAL
+from ..engine.model import TERMINAL
 from ..engine.runs import FullRun, RunStore
 from ..engine.validation import OPAQUE_ID
 from ..errors import JournalIntegrityError
@@ -202,9 +202,3 @@ def run_watch(args: argparse.Namespace, state_dir: Path) -> int:
             seen = None if serving else signature
         time.sleep(args.interval)
 
-
-def add_run_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--application", metavar="APP", help="only this application's runs")
-    parser.add_argument("--status", action="append", default=[], choices=STATUSES,
-                        metavar="STATUS", help="only runs in STATUS (repeatable): "
-                        + ", ".join(STATUSES))

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from .. import event_loop
 from ..config import WorkerConfig
-from ..faults import hooks_from_args
 from .common import UsageError
 
 if TYPE_CHECKING:
@@ -22,6 +21,8 @@ OnServing = Callable[["RunningWorker"], None]
 async def serve(config: WorkerConfig, args: argparse.Namespace,
                 on_serving: OnServing | None = None) -> int:
     """Serve until a signal; ``on_serving`` gets the running worker once it listens."""
+    # Imported here, not with the command line: only a serving worker needs them.
+    from ..faults import hooks_from_args
     from ..server import start_worker
     from .admin import check_public_dir
 

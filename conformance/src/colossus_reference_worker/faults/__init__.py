@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 
+from ..fault_flags import MAX_STARTUP_SILENT_CLOSES, ListenerVariant, add_arguments
 from ..hooks import WorkerHooks
 from .control import FaultControlServer
 from .hooks import FaultHooks, FaultState
-from .listener import ListenerVariant, build_listener_context
+from .listener import build_listener_context
 from .plan import FaultSpecError, parse_plan
 
 __all__ = [
+    "MAX_STARTUP_SILENT_CLOSES",
     "FaultControlServer",
     "FaultHooks",
     "FaultSpecError",
@@ -28,10 +30,6 @@ __all__ = [
     "hooks_from_args",
     "parse_plan",
 ]
-
-
-# Most connections ``--fault-silent-close`` may drop (as for the ``silent_close`` fault).
-MAX_STARTUP_SILENT_CLOSES = 64
 
 
 def enable(
@@ -51,21 +49,6 @@ def enable(
     control = FaultControlServer(socket_path, state)
     control.start()
     return hooks, control
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The fault-injection flags of the worker's command line (off by default)."""
-    group = parser.add_argument_group(
-        "fault injection for the conformance suite (see conformance/docs/fault-control.md)")
-    group.add_argument("--fault-control-socket", metavar="PATH",
-                       help="create a 0600 Unix socket that arms deliberate faults")
-    group.add_argument("--fault-listener", choices=[v.value for v in ListenerVariant],
-                       help="serve a deliberately wrong TLS listener (needs "
-                            "--fault-control-socket)")
-    group.add_argument("--fault-silent-close", type=int, metavar="N",
-                       help="close the first N connections accepted after start-up before "
-                            f"any TLS byte (1-{MAX_STARTUP_SILENT_CLOSES}; needs "
-                            "--fault-control-socket)")
 
 
 def hooks_from_args(

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from grpclib.const import Status
 
+from ..fault_flags import ListenerVariant
 from ..hooks import WatchContext, WorkerHooks
-from .listener import ListenerVariant, build_listener_context
+from .listener import build_listener_context
 from .observations import ObservationLog
 from .plan import FaultPlan, RpcFault, WatchFault
 from .replies import ReplyFault, alter_upload, repeat_page, rewrite_download

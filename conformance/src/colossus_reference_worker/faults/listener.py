@@ -20,20 +20,13 @@ import os
 import ssl
 import tempfile
 from collections.abc import Iterator
-from enum import Enum
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-
-class ListenerVariant(str, Enum):
-    """Values of ``--fault-listener``."""
-
-    TLS12 = "tls12"
-    FOREIGN_LEAF = "foreign-leaf"
-    LEAF_WITH_INTERMEDIATE = "leaf-with-intermediate"
+from ..fault_flags import ListenerVariant
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:

@@ -110,8 +110,8 @@ def arm_listener(variant: str, calls: Path) -> None:
     """Serves the wrong listener (no control socket: the fault is fixed for this process)
     and records every unary call, which a client that refused the handshake never makes."""
     from .. import faults
+    from ..fault_flags import ListenerVariant
     from .hooks import FaultHooks
-    from .listener import ListenerVariant
 
     class RecordingHooks(FaultHooks):
         async def before_unary(self, method: str) -> None:

@@ -49,18 +49,6 @@ _FORBIDDEN = ("public_api_dir", "state_dir", "enroll_application", "rotate_crede
               "revoke_credential", "bearer_fd", "keyring_service")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The sidecar flags of the worker's command line."""
-    group = parser.add_argument_group("sidecar placement (see conformance/docs/sidecar.md)")
-    group.add_argument("--sidecar", action="store_true",
-                       help="start as a private sidecar bootstrapped over inherited pipes")
-    group.add_argument("--bootstrap-in-fd", type=int, metavar="N",
-                       help="inherited descriptor carrying the bootstrap request; "
-                            "end-of-file on it stops the worker")
-    group.add_argument("--bootstrap-out-fd", type=int, metavar="N",
-                       help="inherited descriptor that receives the one reply")
-
-
 def _usage(message: str) -> int:
     sys.stderr.write(f"colossus-reference-worker: error: {message} (see --help)\n")
     return EXIT_BOOTSTRAP
