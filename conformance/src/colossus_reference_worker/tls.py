@@ -3,36 +3,33 @@
 A 32-byte seed in the state folder is the only input. The private scalar, the
 certificate serial and the instance ID are derived from it with HKDF, and the
 certificate is signed with deterministic ECDSA (RFC 6979), so the same seed
-gives the byte-identical certificate, pin and instance ID on every start.
+gives the byte-identical certificate, pin and instance ID on every start
+(tls_derive.py). What a derivation gave is kept in the state folder under an HMAC
+keyed by the seed, and later starts take it from there.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime
+import contextlib
 import hashlib
-import ipaddress
+import hmac
+import json
 import os
 import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from cryptography.x509.oid import NameOID
+from .state import read_private_file, secret_file, write_private_file
 
-from .state import secret_file
-
-_P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
-_NOT_BEFORE = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
-_NOT_AFTER = datetime.datetime(2049, 12, 31, 23, 59, 59, tzinfo=datetime.timezone.utc)
-
-
-def _derive(seed: bytes, label: str, length: int) -> bytes:
-    return HKDF(hashes.SHA256(), length, salt=None, info=label.encode()).derive(seed)
+# The derived identity, kept beside the seed: the derivation needs `cryptography`, whose
+# import alone costs a start about 70 ms of CPU, and test suites start hundreds of workers.
+IDENTITY_CACHE = "tls-identity"
+# The cache is trusted only under an HMAC keyed by the seed (this label keeps that use of
+# the seed apart from the derivation's), so a cache left from another seed, or edited, is
+# derived again; whoever can forge it can read the seed and derive the same identity.
+_CACHE_LABEL = b"colossus-worker identity cache v1\0"
+_CACHE_FIELDS = ("host", "instance_id", "certificate_pem", "private_key_pem", "certificate_sha256")
 
 
 @dataclass(frozen=True)
@@ -73,49 +70,47 @@ def load_chain(
 
 
 def load_identity(state_dir: Path, host: str = "127.0.0.1") -> TlsIdentity:
-    """Load (creating on first use) the seed and derive the identity from it."""
+    """Load (creating on first use) the seed, and the identity it gives for ``host``."""
     seed = secret_file(state_dir / "tls-seed", 32)
-    scalar = int.from_bytes(_derive(seed, "colossus-worker p256 leaf key", 48), "big")
-    key = ec.derive_private_key(scalar % (_P256_ORDER - 1) + 1, ec.SECP256R1())
-    serial = int.from_bytes(_derive(seed, "colossus-worker leaf serial", 16), "big") >> 1
-    instance_id = "wkr_" + base64.b32encode(
-        _derive(seed, "colossus-worker instance id", 15)
-    ).decode().lower()
-    ip = ipaddress.ip_address(host)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "colossus-reference-worker")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(serial or 1)
-        .not_valid_before(_NOT_BEFORE)
-        .not_valid_after(_NOT_AFTER)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ip)]), critical=False)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=False,
-                crl_sign=False, encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
-        )
-        .sign(key, hashes.SHA256(), ecdsa_deterministic=True)
-    )
-    der = cert.public_bytes(serialization.Encoding.DER)
+    cached = _read_cache(state_dir, seed, host)
+    if cached is not None:
+        return cached
+    from .tls_derive import derive_identity
+
+    identity = derive_identity(seed, host, state_dir)
+    payload = json.dumps({name: _text(getattr(identity, name)) for name in _CACHE_FIELDS},
+                         sort_keys=True).encode()
+    # Only time is lost when the folder refuses the cache: the next start derives again.
+    with contextlib.suppress(OSError):
+        write_private_file(state_dir / IDENTITY_CACHE, _mac(seed, payload).encode() + b"\n" + payload)
+    return identity
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode("ascii") if isinstance(value, bytes) else value
+
+
+def _mac(seed: bytes, payload: bytes) -> str:
+    return hmac.new(seed, _CACHE_LABEL + payload, hashlib.sha256).hexdigest()
+
+
+def _read_cache(state_dir: Path, seed: bytes, host: str) -> TlsIdentity | None:
+    """The cached identity when the cache is for this seed and host, else None."""
+    data = read_private_file(state_dir / IDENTITY_CACHE)
+    if data is None:
+        return None
+    mac, _, payload = data.partition(b"\n")
+    if not hmac.compare_digest(mac, _mac(seed, payload).encode()):
+        return None
+    fields = json.loads(payload)
+    if (not isinstance(fields, dict) or set(fields) != set(_CACHE_FIELDS)
+            or not all(isinstance(v, str) for v in fields.values()) or fields["host"] != host):
+        return None
     return TlsIdentity(
-        instance_id=instance_id,
+        instance_id=fields["instance_id"],
         host=host,
-        certificate_pem=cert.public_bytes(serialization.Encoding.PEM),
-        private_key_pem=key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
-        certificate_sha256=hashlib.sha256(der).hexdigest(),
+        certificate_pem=fields["certificate_pem"].encode("ascii"),
+        private_key_pem=fields["private_key_pem"].encode("ascii"),
+        certificate_sha256=fields["certificate_sha256"],
         scratch_dir=state_dir,
     )

@@ -14,51 +14,12 @@ the live handshake notices the problem:
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import os
 import ssl
 import tempfile
 from collections.abc import Iterator
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from ..fault_flags import ListenerVariant
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def _self_signed(host: str, *, ca: bool) -> tuple[bytes, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(
-        NameOID.COMMON_NAME, "colossus fault CA" if ca else "colossus foreign leaf")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if not ca:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]),
-            critical=False,
-        )
-    cert = builder.sign(key, hashes.SHA256())
-    return cert.public_bytes(serialization.Encoding.PEM), key
 
 
 @contextlib.contextmanager
@@ -108,11 +69,14 @@ def build_listener_context(
     """The server-side TLS context for ``variant``."""
     if variant is ListenerVariant.TLS12:
         return _context(certificate_pem, private_key_pem, tls12=True)
+    # Only the variants that mint certificates import `cryptography` (70 ms of a start).
+    from .certificates import key_pem, self_signed
+
     if variant is ListenerVariant.FOREIGN_LEAF:
-        leaf, key = _self_signed(host, ca=False)
-        return _context(leaf, _key_pem(key), tls12=False)
+        leaf, key = self_signed(host, ca=False)
+        return _context(leaf, key_pem(key), tls12=False)
     if variant is ListenerVariant.LEAF_WITH_INTERMEDIATE:
-        extra, _ = _self_signed(host, ca=True)
+        extra, _ = self_signed(host, ca=True)
         chain = certificate_pem.rstrip(b"\n") + b"\n" + extra
         return _context(chain, private_key_pem, tls12=False)
     raise ValueError(f"unknown listener variant {variant!r}")
