@@ -419,9 +419,18 @@ def main() -> None:
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key:<{width}}  {value}")
+    # The targets are issue 29's, the same for every SDK's bench.
     for title, key, target in (
-        ("watch delivery / raw stub", "watch_ratio", "target >= 0.9"),
-        ("watch including its closing GetRun / raw stub", "watch_complete_ratio", "target >= 0.93"),
+        (
+            "watch delivery / raw stub",
+            "watch_ratio",
+            _target(figures["watch_ratio"] >= 0.95, ">= 0.95"),
+        ),
+        (
+            "watch including its closing GetRun / raw stub",
+            "watch_complete_ratio",
+            _target(figures["watch_complete_ratio"] >= 0.93, ">= 0.93"),
+        ),
         ("watch through the relay alone / raw stub", "watch_relay_ratio", "the relay's share"),
         ("SDK watch / relay alone", "watch_sdk_vs_relay_ratio", "the per-event work's share"),
     ):
@@ -462,10 +471,15 @@ def main() -> None:
         print(
             f"{name} / raw channel + GetServerInfo: median {figures[key + '_ratio']} "
             f"(min {figures[key + '_ratio_min']}, max {figures[key + '_ratio_max']}, "
-            f"{args.rounds * 2} alternating rounds; target <= 1.6)"
+            f"{args.rounds * 2} alternating rounds; "
+            f"{_target(figures[key + '_ratio'] <= 1.5, '<= 1.5')})"
         )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def _target(met: bool, bound: str) -> str:
+    return f"target {bound}: {'met' if met else 'NOT met'}"
 
 
 if __name__ == "__main__":
