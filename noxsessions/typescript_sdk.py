@@ -150,6 +150,10 @@ def _compile_tests(session: nox.Session) -> None:
         os.utime(kept)  # recently used: kept longest
         session.log(f"build/ copied from {kept}, compiled from these sources; tsc skipped")
         return
+    # tsc never deletes: without this, the compiled copy of a renamed or deleted test
+    # would still run (and be kept below).
+    for part in TESTS_BUILD_INPUTS:
+        shutil.rmtree(SDK / "build" / part, ignore_errors=True)
     session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
     marker.write_text(digest)
     partial = Path(tempfile.mkdtemp(prefix=f".{digest}.", dir=_made(cache)))
