@@ -139,28 +139,38 @@ def _compile_tests(session: nox.Session) -> None:
         session.log("build/ was compiled from these sources; tsc skipped")
         return
     marker.unlink(missing_ok=True)
-    cache = cache_dir("typescript-tests-build")
-    kept = cache / digest
+    kept = cache_dir("typescript-tests-build") / digest
     if (kept / TESTS_BUILD_MARKER_NAME).is_file():
-        for part in TESTS_BUILD_INPUTS:
-            shutil.rmtree(SDK / "build" / part, ignore_errors=True)
-            if (kept / part).is_dir():
-                shutil.copytree(kept / part, SDK / "build" / part)
+        _copy_build(kept, SDK / "build")
         marker.write_text(digest)  # last: an interrupted copy is never taken for a compile
         os.utime(kept)  # recently used: kept longest
         session.log(f"build/ copied from {kept}, compiled from these sources; tsc skipped")
         return
-    # tsc never deletes: without this, the compiled copy of a renamed or deleted test
-    # would still run (and be kept below).
+    # tsc never deletes: without a clean build/, the compiled copy of a renamed or deleted
+    # test would still run (and be kept below).
     for part in TESTS_BUILD_INPUTS:
         shutil.rmtree(SDK / "build" / part, ignore_errors=True)
     session.run("npx", "--no-install", "tsc", "-p", "tsconfig.test.json", external=True)
     marker.write_text(digest)
-    partial = Path(tempfile.mkdtemp(prefix=f".{digest}.", dir=_made(cache)))
+    _keep_build(kept)
+
+
+def _copy_build(source: Path, build: Path) -> None:
+    """Replaces build/'s compiled folders with those of ``source``."""
     for part in TESTS_BUILD_INPUTS:
-        if (SDK / "build" / part).is_dir():
-            shutil.copytree(SDK / "build" / part, partial / part)
-    (partial / TESTS_BUILD_MARKER_NAME).write_text(digest)
+        shutil.rmtree(build / part, ignore_errors=True)
+        if (source / part).is_dir():
+            shutil.copytree(source / part, build / part)
+
+
+def _keep_build(kept: Path) -> None:
+    """Copies build/ aside and renames it to ``kept`` whole; the oldest beyond
+    TESTS_BUILD_KEEP go."""
+    cache = kept.parent
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{kept.name}.", dir=cache))
+    _copy_build(SDK / "build", partial)
+    (partial / TESTS_BUILD_MARKER_NAME).write_text(kept.name)
     try:
         partial.rename(kept)
     except OSError:  # another clone kept the same compile meanwhile
@@ -169,11 +179,6 @@ def _compile_tests(session: nox.Session) -> None:
                     key=lambda p: p.stat().st_mtime, reverse=True)
     for old in builds[TESTS_BUILD_KEEP:]:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def _made(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 TESTS_BUILD_MARKER_NAME = ".colossus-tests-sha256"
