@@ -126,16 +126,22 @@ def build_sdist_and_wheel(session: nox.Session, source: Path, out: Path) -> None
     """`python -m build` (the session needs the `build` package): the sdist, then the wheel
     built from it, as PyPI users get them. Its isolated build environments are filled by the
     pinned uv beside nox when there is one (pip took 7 CPU-seconds per build to fill them)."""
-    uv = Path(sys.executable).parent / "uv"
-    installer = ["--installer", "uv"] if uv.is_file() else []
-    path = os.pathsep.join([str(uv.parent), os.environ.get("PATH", "")])
+    uv = _pinned_uv()
+    installer = ["--installer", "uv"] if uv is not None else []
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     session.run("python", "-m", "build", *installer, "--outdir", str(out), str(source), env={"PATH": path})
 
 
-def _build_command(source: Path, out: Path) -> list[str]:
-    # uv is pinned next to nox (noxsessions/requirements.txt); pip is the fallback without it.
+def _pinned_uv() -> Path | None:
+    """The uv pinned next to nox (noxsessions/requirements.txt), when there is one."""
     uv = Path(sys.executable).parent / "uv"
-    if uv.is_file():
+    return uv if uv.is_file() else None
+
+
+def _build_command(source: Path, out: Path) -> list[str]:
+    # pip is the fallback without the pinned uv.
+    uv = _pinned_uv()
+    if uv is not None:
         return [str(uv), "build", "--quiet", "--wheel", "--out-dir", str(out), str(source)]
     pip = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"]
     return [*pip, "--wheel-dir", str(out), str(source)]
