@@ -71,9 +71,11 @@ impl Bridge {
                     input::PlanActionInput::Revise => RunMode::Plan,
                     _ => RunMode::Execute,
                 };
-                builder = builder
-                    .mode(mode)
-                    .plan_action(PlanAction::new(source_run_id.clone(), revision, kind));
+                builder = builder.mode(mode).plan_action(PlanAction::new(
+                    source_run_id.clone(),
+                    revision,
+                    kind,
+                ));
                 source = Some(source_run_id);
             }
         }
@@ -212,7 +214,10 @@ impl Bridge {
                     .ok_or_else(|| {
                         BridgeError::new(ErrorKind::FailedPrecondition, "no_pending_approval")
                     })?;
-                let client = work.approvals.clone().unwrap_or_else(|| work.client.clone());
+                let client = work
+                    .approvals
+                    .clone()
+                    .unwrap_or_else(|| work.client.clone());
                 (client, Answer::approval(binding, decision.into()))
             }
         };

@@ -144,7 +144,11 @@ pub(crate) fn kind_of(kind: Kind) -> ErrorKind {
         Kind::DeadlineExceeded => ErrorKind::DeadlineExceeded,
         Kind::OutcomeUnknown => ErrorKind::OutcomeUnknown,
         Kind::ClientClosed => ErrorKind::Closed,
-        Kind::Api | Kind::DataLoss | Kind::Internal | Kind::ProtocolViolation | Kind::WatchGap
+        Kind::Api
+        | Kind::DataLoss
+        | Kind::Internal
+        | Kind::ProtocolViolation
+        | Kind::WatchGap
         | Kind::ArtifactIntegrity => ErrorKind::Internal,
         _ => ErrorKind::Internal,
     }

@@ -93,7 +93,9 @@ impl ExternalTarget {
 pub(crate) struct SharedCredentials(pub(crate) Arc<dyn CredentialProvider>);
 
 impl CredentialProvider for SharedCredentials {
-    fn bearer(&self) -> colossus_sdk::backend::BoxFuture<'_, colossus_sdk::Result<colossus_sdk::Bearer>> {
+    fn bearer(
+        &self,
+    ) -> colossus_sdk::backend::BoxFuture<'_, colossus_sdk::Result<colossus_sdk::Bearer>> {
         self.0.bearer()
     }
 }

@@ -212,10 +212,14 @@ pub(crate) fn text(text: &str) -> Result<(), BridgeError> {
 
 pub(crate) fn choice(text: &str) -> Result<(), BridgeError> {
     let ok = (1..=MAX_CHOICE_BYTES).contains(&text.len());
-    ok.then_some(()).ok_or_else(|| BridgeError::input("answer.choice"))
+    ok.then_some(())
+        .ok_or_else(|| BridgeError::input("answer.choice"))
 }
 
-pub(crate) fn research(depth: u8, lanes: &[LaneInput]) -> Result<(u32, Vec<EvidenceLane>), BridgeError> {
+pub(crate) fn research(
+    depth: u8,
+    lanes: &[LaneInput],
+) -> Result<(u32, Vec<EvidenceLane>), BridgeError> {
     if !(1..=MAX_RESEARCH_DEPTH).contains(&depth) {
         return Err(BridgeError::input("mode.depth"));
     }
@@ -314,10 +318,17 @@ mod tests {
         assert!(research(6, &[LaneInput::Web]).is_err());
         assert!(research(2, &[]).is_err());
         assert_eq!(
-            research(2, &[LaneInput::Web, LaneInput::Web]).unwrap_err().field,
+            research(2, &[LaneInput::Web, LaneInput::Web])
+                .unwrap_err()
+                .field,
             Some("mode.lanes")
         );
-        assert_eq!(research(5, &[LaneInput::Mcp, LaneInput::Repository]).unwrap().0, 5);
+        assert_eq!(
+            research(5, &[LaneInput::Mcp, LaneInput::Repository])
+                .unwrap()
+                .0,
+            5
+        );
     }
 
     #[test]

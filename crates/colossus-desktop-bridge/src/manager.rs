@@ -243,14 +243,22 @@ impl TargetManager {
     /// Routes approval answers of `target` through a separate client holding only
     /// `approvals:respond` (the native approval broker); every other operation keeps the
     /// primary client.
-    pub fn set_approval_client(&self, target: &TargetId, client: Client) -> Result<(), BridgeError> {
+    pub fn set_approval_client(
+        &self,
+        target: &TargetId,
+        client: Client,
+    ) -> Result<(), BridgeError> {
         let mut targets = self.lock();
         let entry = targets.get_mut(target).ok_or_else(unknown_target)?;
         entry.approvals = Some(client);
         Ok(())
     }
 
-    async fn confirm(&self, target: &ExternalTarget, action: &'static str) -> Result<(), BridgeError> {
+    async fn confirm(
+        &self,
+        target: &ExternalTarget,
+        action: &'static str,
+    ) -> Result<(), BridgeError> {
         let hook = self
             .inner
             .options
@@ -370,7 +378,11 @@ impl TargetManager {
             .map(|(id, e)| (id.clone(), e.client.clone()))
             .collect();
         for (id, client) in clients {
-            let result = client.server_info().await.map(|_| ()).map_err(BridgeError::from);
+            let result = client
+                .server_info()
+                .await
+                .map(|_| ())
+                .map_err(BridgeError::from);
             self.note(&id, &result, true);
         }
     }
@@ -488,4 +500,117 @@ async fn connect_external(target: &ExternalTarget) -> Result<Client, BridgeError
         .credentials(SharedCredentials(target.credentials.clone()))
         .build()?;
     Ok(Client::connect(options).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use colossus_sdk::embedded::EmbeddedRuntime;
+
+    use super::*;
+
+    // B5: the selection writer waits for in-flight mutations, and a mutation that was
+    // waiting for a switch is refused against the new selection rather than replayed.
+    #[tokio::test]
+    async fn a_switch_waits_for_in_flight_mutations_and_never_replays_one() {
+        let manager = TargetManager::new();
+        let a = manager
+            .add_embedded("a", Client::embedded(EmbeddedRuntime::new()))
+            .await;
+        let b = manager
+            .add_embedded("b", Client::embedded(EmbeddedRuntime::new()))
+            .await;
+        manager.select(&a).await.unwrap();
+
+        let (in_flight, work) = manager.mutation(a.as_str()).await.unwrap();
+        assert_eq!(work.id, a);
+        let switch = tokio::spawn({
+            let manager = manager.clone();
+            let b = b.clone();
+            async move { manager.select(&b).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!switch.is_finished(), "the switch waits for the mutation");
+        assert_eq!(manager.selected(), Some(a.clone()));
+        drop(in_flight);
+        switch.await.unwrap().unwrap();
+        assert_eq!(manager.selected(), Some(b.clone()));
+
+        // A mutation for the old selection is refused, not sent to the new one.
+        let stale = manager.mutation(a.as_str()).await.err().unwrap();
+        assert_eq!(stale.kind, ErrorKind::NotSelected);
+    }
+
+    #[tokio::test]
+    async fn bindings_are_bounded_per_target() {
+        let manager =
+            TargetManager::with_options(ManagerOptions::default().bound_runs_per_target(2));
+        let a = manager
+            .add_embedded("a", Client::embedded(EmbeddedRuntime::new()))
+            .await;
+        for run in ["r1", "r2", "r3"] {
+            manager.bind(&a, run);
+        }
+        assert!(manager.require_bound(&a, "r1").is_err());
+        assert!(manager.require_bound(&a, "r3").is_ok());
+    }
+
+    // B2: without a confirmation hook, or when the user declines, no External target is
+    // connected or added.
+    #[tokio::test]
+    async fn external_targets_need_the_native_confirmation_with_label_instance_and_pin() {
+        use std::sync::Mutex as StdMutex;
+
+        use colossus_sdk::Bearer;
+        use colossus_sdk::credentials::InMemoryCredentialProvider;
+
+        let pin = "0123456789abcdef".repeat(4);
+        let bearer = Bearer::new("cb1_".to_owned() + &"q".repeat(43)).unwrap();
+        let target = ExternalTarget::new(
+            "Build server",
+            "/nonexistent/colossus/public-api",
+            "inst_build",
+            pin.clone(),
+            InMemoryCredentialProvider::new(bearer),
+        );
+
+        let none = TargetManager::new();
+        let err = none.add_external(target.clone()).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Declined);
+        assert!(none.targets().is_empty());
+
+        let shown: Arc<StdMutex<Vec<String>>> = Arc::default();
+        let seen = shown.clone();
+        let declining = TargetManager::with_options(ManagerOptions::default().confirm_external(
+            move |c: crate::ExternalConfirmation<'_>| {
+                seen.lock().unwrap().push(format!(
+                    "{} {} {} {}",
+                    c.action, c.label, c.instance_id, c.certificate_sha256
+                ));
+                false
+            },
+        ));
+        let err = declining.add_external(target.clone()).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Declined);
+        assert!(declining.targets().is_empty());
+        assert_eq!(
+            shown.lock().unwrap().as_slice(),
+            [format!("import Build server inst_build {pin}")]
+        );
+
+        // Accepted: the SDK's daemon connector runs its own checks (here: no descriptor),
+        // and the refusal crosses without the path.
+        let accepting = TargetManager::with_options(
+            ManagerOptions::default().confirm_external(|_: crate::ExternalConfirmation<'_>| true),
+        );
+        let err = accepting.add_external(target).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Trust);
+        let text = serde_json::to_string(&err).unwrap();
+        assert!(
+            !text.contains("nonexistent") && !text.contains(&pin),
+            "{text}"
+        );
+        assert!(accepting.targets().is_empty());
+    }
 }

@@ -34,8 +34,7 @@ impl ReleaseChannel {
 
 /// The channel, fixed when this crate is compiled from `COLOSSUS_DESKTOP_RELEASE_CHANNEL`
 /// (unset: development; any other value fails the build).
-pub const RELEASE_CHANNEL: ReleaseChannel = match option_env!("COLOSSUS_DESKTOP_RELEASE_CHANNEL")
-{
+pub const RELEASE_CHANNEL: ReleaseChannel = match option_env!("COLOSSUS_DESKTOP_RELEASE_CHANNEL") {
     Some(text) => ReleaseChannel::parse(text),
     None => ReleaseChannel::Development,
 };

@@ -27,7 +27,9 @@ impl TargetId {
     pub fn parse(text: &str) -> Option<TargetId> {
         let hex = text.strip_prefix(PREFIX)?;
         let ok = hex.len() == RANDOM_BYTES * 2
-            && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         ok.then(|| TargetId(text.to_owned()))
     }
 

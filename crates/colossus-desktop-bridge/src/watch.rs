@@ -1,8 +1,8 @@
 //! [`RunWatch`]: one run's ordered feed as renderer frames, with text deltas coalesced and
 //! the selection epoch checked before every frame (B4, B11).
 
-use colossus_sdk::model::RunEvent;
 use colossus_sdk::Watch;
+use colossus_sdk::model::RunEvent;
 use futures_util::{FutureExt, StreamExt};
 use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, watch};
