@@ -231,7 +231,7 @@ async fn session(
     crossed.result(&run);
     let run = run.unwrap();
     let mut answered = BTreeSet::new();
-    loop {
+    for _ in 0..500 {
         settle(bridge, target, &run.run_id, crossed).await;
         let now = bridge.get_run(run_ref(target, &run.run_id)).await.unwrap();
         let Some(pending) = now.pending_interaction else {
@@ -258,6 +258,7 @@ async fn session(
         };
         let r = bridge.respond_interaction(answer).await;
         crossed.result(&r);
+        r.expect("the answer is accepted");
     }
     crossed.add(&frames(bridge, watch(target, &run.run_id)).await);
 
@@ -613,6 +614,13 @@ async fn nothing_secret_crosses_from_a_managed_local_session() {
     std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
     let options = SidecarOptions::builder(worker, "canary-app")
+        .scopes([
+            "runs:execute",
+            "runs:read",
+            "runs:control",
+            "prompts:respond",
+            "approvals:respond",
+        ])
         .roles([ROLE])
         .tools(TOOL_NAMES)
         .state_dir(&state)
