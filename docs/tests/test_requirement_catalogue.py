@@ -20,11 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "docs" / "requirements.md"
 
 # A citation is the ID as a word of its own: `C4`, `[S1, W15]`, `W7:`; never part of a longer token.
-CITATION = re.compile(r"(?<![A-Za-z0-9_./-])([CWS][1-9][0-9]?)(?![A-Za-z0-9_])")
-ENTRY = re.compile(r"^### ([CWS][1-9][0-9]?): ", re.MULTILINE)
+CITATION = re.compile(r"(?<![A-Za-z0-9_./-])([BCWS][1-9][0-9]?)(?![A-Za-z0-9_])")
+ENTRY = re.compile(r"^### ([BCWS][1-9][0-9]?): ", re.MULTILINE)
 BACKTICKED = re.compile(r"`([^`]+)`")
 # A backticked token starting with one of these is a repository path that must exist.
-REPOSITORY_FOLDERS = {"api", "conformance", "docs", "noxsessions", "sdk"}
+REPOSITORY_FOLDERS = {"api", "conformance", "crates", "docs", "noxsessions", "sdk"}
 
 # Generated code, lock files and binary-ish data cite nothing; the catalogue does not cite itself.
 NOT_CITING = (

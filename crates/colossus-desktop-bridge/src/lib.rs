@@ -76,3 +76,20 @@ pub const PRODUCT_OPERATIONS: [&str; 8] = [
     "list_targets",
     "desktop_release_channel",
 ];
+
+#[cfg(test)]
+mod tests {
+    // B9: the product list is small, unique and holds no generic capability.
+    #[test]
+    fn the_product_operations_are_unique_and_none_is_generic() {
+        let mut seen = std::collections::HashSet::new();
+        assert!(super::PRODUCT_OPERATIONS.iter().all(|op| seen.insert(*op)));
+        for op in super::PRODUCT_OPERATIONS {
+            for generic in [
+                "invoke", "path", "process", "url", "exec", "spawn", "fetch", "shell",
+            ] {
+                assert!(!op.contains(generic), "{op}");
+            }
+        }
+    }
+}

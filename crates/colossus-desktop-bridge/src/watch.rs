@@ -59,7 +59,7 @@ pub enum WatchEnd {
 }
 
 enum Pending {
-    Event(RunEvent),
+    Event(Box<RunEvent>),
     Error(colossus_sdk::Error),
     Done,
 }
@@ -188,7 +188,7 @@ impl RunWatch {
 
 fn pending(next: Option<colossus_sdk::Result<RunEvent>>) -> Pending {
     match next {
-        Some(Ok(event)) => Pending::Event(event),
+        Some(Ok(event)) => Pending::Event(Box::new(event)),
         Some(Err(e)) => Pending::Error(e),
         None => Pending::Done,
     }
