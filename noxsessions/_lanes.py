@@ -64,7 +64,10 @@ LOCKS: dict[str, frozenset[str]] = {
     # The Rust workspace's target folder (noxsessions/_cargo.py). Cargo locks it itself, so
     # a second session would only wait for the first one's build while holding a lane;
     # conformance builds its Rust client there too but, like Go, only reads the sources.
-    "cargo-target": frozenset({"rust_lint", "rust_tests", "bench_rust_sdk", "release", "release_dry_run"}),
+    "cargo-target": frozenset({
+        "rust_lint", "rust_tests", "bench_rust_sdk", "release", "release_dry_run",
+        "bridge_tests", "tauri_plugin_tests",
+    }),
 }
 # Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
 # still start when nothing else runs.

@@ -189,10 +189,11 @@ def _wait_until_gone(worker_pid: int) -> None:
     [
         (b"\x00\x00\x00\x05hello", "bootstrap_invalid"),
         (struct.pack(">I", 70_000), "bootstrap_too_large"),
-        (frame({"version": 2}), "version_unsupported"),
+        (frame({"version": 3}), "version_unsupported"),
         (None, "bootstrap_invalid"),  # unknown member
         ("loose", "state_dir_invalid"),
         ("scope", "grant_invalid"),
+        ("workspace", "boundary_unsupported"),
     ],
 )
 def test_bad_bootstrap_is_refused_with_an_error_reply(tmp_path, payload, code):
@@ -204,6 +205,8 @@ def test_bad_bootstrap_is_refused_with_an_error_reply(tmp_path, payload, code):
         payload = frame(request(state))
     elif payload == "scope":
         payload = frame(request(state, grant={"scopes": ["root"], "roles": [], "tools": []}))
+    elif payload == "workspace":
+        payload = frame({**request(state), "version": 2, "execution_boundary": "workspace_isolated"})
     side = Sidecar()
     reply = side.send(payload)
     assert set(reply) == {"version", "error"}

@@ -48,7 +48,9 @@ def test_accepts_the_documented_request(state_dir):
 @pytest.mark.parametrize(
     ("mutate", "code"),
     [
-        (lambda o: o.update(version=2), "version_unsupported"),
+        (lambda o: o.update(version=3), "version_unsupported"),
+        (lambda o: o.update(version=2), "bootstrap_invalid"),  # 2 needs execution_boundary
+        (lambda o: o.update(execution_boundary="full_access"), "bootstrap_invalid"),  # not in 1
         (lambda o: o.update(version=True), "bootstrap_invalid"),
         (lambda o: o.update(extra=1), "bootstrap_invalid"),
         (lambda o: o.pop("grant"), "bootstrap_invalid"),
@@ -154,3 +156,29 @@ def test_framing_times_out():
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_version_2_carries_the_execution_boundary_and_offline_hides_network_tools(state_dir):
+    obj = good(state_dir)
+    obj.update(version=2, execution_boundary="offline_isolated")
+    obj["grant"]["tools"] = ["filesystem.read", "web.fetch", "network.http", "docs.fetch"]
+    req = parse_request(raw(obj))
+    assert (req.version, req.execution_boundary) == (2, "offline_isolated")
+    assert req.effective_tools() == ("filesystem.read",)
+    obj.update(execution_boundary="full_access")
+    assert parse_request(raw(obj)).effective_tools() == tuple(obj["grant"]["tools"])
+    # Version 1 predates the member: the default host posture, never inferred from the grant.
+    assert parse_request(raw(good(state_dir))).execution_boundary == "full_access"
+
+
+@pytest.mark.parametrize(("boundary", "code"), [
+    ("workspace_isolated", "boundary_unsupported"),  # no platform sandbox here: fail closed
+    ("air_gapped", "bootstrap_invalid"),
+    (None, "bootstrap_invalid"),
+])
+def test_version_2_refuses_a_boundary_it_cannot_serve(state_dir, boundary, code):
+    obj = good(state_dir)
+    obj.update(version=2, execution_boundary=boundary)
+    with pytest.raises(BootstrapError) as err:
+        parse_request(raw(obj))
+    assert (err.value.code, err.value.version) == (code, 2)

@@ -25,6 +25,7 @@ from ..config import API_VERSION, Limits, WorkerConfig
 from ..credentials import Grant
 from .lifetime import set_parent_death_signal, watch_for_eof
 from .protocol import (
+    BOUNDARY_VERSION,
     PROTOCOL_VERSION,
     BootstrapError,
     BootstrapRequest,
@@ -54,9 +55,9 @@ def _usage(message: str) -> int:
     return EXIT_BOOTSTRAP
 
 
-def _reply_error(out_fd: int, code: str, message: str) -> None:
+def _reply_error(out_fd: int, code: str, message: str, version: int = PROTOCOL_VERSION) -> None:
     with contextlib.suppress(OSError):
-        write_frame(out_fd, error_reply(code, message))
+        write_frame(out_fd, error_reply(code, message, version))
     with contextlib.suppress(OSError):
         os.close(out_fd)
 
@@ -88,10 +89,10 @@ def run(args: argparse.Namespace) -> int:
             limits.override(name, value)
         limits.check_consistent()
     except BootstrapError as exc:
-        _reply_error(out_fd, exc.code, exc.message)
+        _reply_error(out_fd, exc.code, exc.message, exc.version)
         return EXIT_BOOTSTRAP
     except ValueError as exc:
-        _reply_error(out_fd, "startup_failed", f"bad --limit: {exc}")
+        _reply_error(out_fd, "startup_failed", f"bad --limit: {exc}", request.version)
         return EXIT_BOOTSTRAP
     config = WorkerConfig(
         state_dir=Path(request.state_dir),
@@ -121,24 +122,24 @@ async def _serve(config: WorkerConfig, request: BootstrapRequest, in_fd: int, ou
     try:
         worker = await start_worker(config, hooks)
     except StateLocked:
-        _reply_error(out_fd, "state_locked", "another worker is serving this state_dir")
+        _reply_error(out_fd, "state_locked", "another worker is serving this state_dir", request.version)
         return EXIT_LOCKED
     except StateError as exc:
         # The parent only learns the code; the reason (a missing secret, a bad mode...)
         # goes to the log, which carries no secret.
         log.error("sidecar state_dir cannot be used: %s", exc)
-        _reply_error(out_fd, "state_dir_invalid", "state_dir cannot be used")
+        _reply_error(out_fd, "state_dir_invalid", "state_dir cannot be used", request.version)
         return EXIT_BOOTSTRAP
     except Exception:
         log.exception("sidecar start-up failed")
-        _reply_error(out_fd, "startup_failed", "the worker could not start")
+        _reply_error(out_fd, "startup_failed", "the worker could not start", request.version)
         return EXIT_FAILED
 
     try:
         credential_id = _issue_and_reply(worker, request, out_fd)
     except Exception as exc:
         log.error("sidecar bootstrap reply failed (%s)", type(exc).__name__)
-        _reply_error(out_fd, "startup_failed", "the credential could not be delivered")
+        _reply_error(out_fd, "startup_failed", "the credential could not be delivered", request.version)
         await worker.stop()
         if control is not None:
             control.close()
@@ -169,10 +170,12 @@ def _issue_and_reply(worker: RunningWorker, request: BootstrapRequest, out_fd: i
     for cred in book.all():
         if cred.application_id == request.application_id and cred.state != "revoked":
             book.revoke(cred.credential_id)
-    grant = Grant(request.grant.scopes, request.grant.roles, request.grant.tools)
+    # The execution boundary narrows the tools a run can see (offline_isolated hides the
+    # generic network tools); it is never derived from the grant.
+    grant = Grant(request.grant.scopes, request.grant.roles, request.effective_tools())
     credential_id, bearer = worker.issue_credential(request.application_id, grant)
     reply = {
-        "version": PROTOCOL_VERSION,
+        "version": request.version,
         "endpoint": worker.endpoint,
         "instance_id": worker.instance_id,
         "api_version": API_VERSION,
@@ -181,6 +184,9 @@ def _issue_and_reply(worker: RunningWorker, request: BootstrapRequest, out_fd: i
         "credential_id": credential_id,
         "bearer": bearer,
     }
+    if request.version == BOUNDARY_VERSION:
+        # Reported back so the parent can check the boundary it asked for is the one served.
+        reply["execution_boundary"] = request.execution_boundary
     try:
         write_frame(out_fd, reply)
     except BaseException:

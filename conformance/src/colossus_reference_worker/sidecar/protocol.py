@@ -23,6 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 PROTOCOL_VERSION = 1
+# Version 2 adds the required ``execution_boundary`` member, reported back in the reply.
+BOUNDARY_VERSION = 2
+PROTOCOL_VERSIONS = (PROTOCOL_VERSION, BOUNDARY_VERSION)
+# The managed execution boundaries (an axis of their own, never inferred from the grant).
+# Version 1 requests predate the member and mean the default host posture, full_access.
+BOUNDARIES = ("full_access", "workspace_isolated", "offline_isolated")
+# The generic model-visible network tools offline_isolated hides from the run's tool set.
+OFFLINE_HIDDEN_TOOLS = frozenset({"network.http", "web.fetch", "docs.fetch"})
 MAX_MESSAGE_BYTES = 65_536
 # How long the parent has to send its request once the worker has started.
 READ_TIMEOUT_SECONDS = 30.0
@@ -40,10 +48,12 @@ _MAX_LIST = 64
 class BootstrapError(Exception):
     """The bootstrap failed; ``code`` is the token sent back to the parent."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, version: int = PROTOCOL_VERSION) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # The version the reply speaks: the request's, once it is known.
+        self.version = version
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,14 @@ class BootstrapRequest:
     state_dir: str
     application_id: str
     grant: Grant
+    version: int = PROTOCOL_VERSION
+    execution_boundary: str = "full_access"
+
+    def effective_tools(self) -> tuple[str, ...]:
+        """The granted tools the boundary lets a run see."""
+        if self.execution_boundary == "offline_isolated":
+            return tuple(t for t in self.grant.tools if t not in OFFLINE_HIDDEN_TOOLS)
+        return self.grant.tools
 
 
 # -- framing ------------------------------------------------------------------
@@ -185,10 +203,28 @@ def parse_request(raw: bytes) -> BootstrapRequest:
     version = obj.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise BootstrapError("bootstrap_invalid", "version must be an integer")
-    if version != PROTOCOL_VERSION:
+    if version not in PROTOCOL_VERSIONS:
         raise BootstrapError("version_unsupported",
                              f"bootstrap version {version} is not supported")
-    obj = _exact_members(obj, "bootstrap", {"version", "state_dir", "application_id", "grant"})
+    try:
+        return _parse_members(obj, version)
+    except BootstrapError as exc:
+        exc.version = version
+        raise
+
+
+def _parse_members(obj: dict[str, Any], version: int) -> BootstrapRequest:
+    members = {"version", "state_dir", "application_id", "grant"}
+    if version == BOUNDARY_VERSION:
+        members.add("execution_boundary")
+    obj = _exact_members(obj, "bootstrap", members)
+    boundary = obj.get("execution_boundary", "full_access")
+    if boundary not in BOUNDARIES:
+        raise BootstrapError("bootstrap_invalid", "execution_boundary is not a known boundary")
+    if boundary == "workspace_isolated":
+        # This worker has no platform-native workspace sandbox: refuse rather than run wider.
+        raise BootstrapError("boundary_unsupported",
+                             "this worker cannot provide the workspace_isolated boundary")
     app = obj["application_id"]
     if not isinstance(app, str) or not _APP_ID.fullmatch(app):
         raise BootstrapError("bootstrap_invalid", "application_id is malformed")
@@ -202,6 +238,8 @@ def parse_request(raw: bytes) -> BootstrapRequest:
             roles=_names(grant["roles"], "grant.roles", _NAME),
             tools=_names(grant["tools"], "grant.tools", _NAME),
         ),
+        version=version,
+        execution_boundary=boundary,
     )
 
 
@@ -209,6 +247,6 @@ def _refuse_constant(name: str) -> Any:
     raise BootstrapError("bootstrap_invalid", f"{name} is not JSON")
 
 
-def error_reply(code: str, message: str) -> dict[str, Any]:
+def error_reply(code: str, message: str, version: int = PROTOCOL_VERSION) -> dict[str, Any]:
     """The failure reply; ``message`` must never hold secrets."""
-    return {"version": PROTOCOL_VERSION, "error": {"code": code, "message": message}}
+    return {"version": version, "error": {"code": code, "message": message}}

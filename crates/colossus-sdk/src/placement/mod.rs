@@ -2,8 +2,10 @@
 //! sidecar the SDK starts and supervises. Each turns its own inputs into a checked
 //! connection target.
 
+mod boundary;
 mod daemon;
 pub(crate) mod sidecar;
 
+pub use boundary::ManagedExecutionBoundary;
 pub use daemon::{API_MAJOR, DaemonOptions, DaemonOptionsBuilder};
 pub use sidecar::{DEFAULT_SIDECAR_SCOPES, SidecarOptions, SidecarOptionsBuilder};

@@ -13,8 +13,12 @@ use crate::{Error, Kind, Result, reasons};
 
 /// The frame cap, both directions.
 pub(crate) const MAX_FRAME: usize = 65536;
-/// The bootstrap protocol version.
+/// The bootstrap protocol version of a reply without an execution boundary (the shared
+/// parser vectors use it).
 pub(crate) const VERSION: i64 = 1;
+/// The version this SDK sends: 1 plus the `execution_boundary` member, which the reply
+/// must report back unchanged.
+pub(crate) const BOUNDARY_VERSION: i64 = 2;
 const REPLY_KEYS: [&str; 8] = [
     "api_version",
     "bearer",
@@ -34,12 +38,14 @@ pub(crate) struct Request {
     pub(crate) scopes: Vec<String>,
     pub(crate) roles: Vec<String>,
     pub(crate) tools: Vec<String>,
+    pub(crate) execution_boundary: crate::placement::ManagedExecutionBoundary,
 }
 
 /// The request as one frame.
 pub(crate) fn encode_request(request: &Request) -> Result<Vec<u8>> {
     let body = serde_json::json!({
-        "version": VERSION,
+        "version": BOUNDARY_VERSION,
+        "execution_boundary": request.execution_boundary.as_str(),
         "state_dir": request.state_dir,
         "application_id": request.application_id,
         "grant": {"scopes": request.scopes, "roles": request.roles, "tools": request.tools},
@@ -117,10 +123,25 @@ fn safe_text(text: &str, limit: usize) -> String {
 /// `BOOTSTRAP_REFUSED` carrying the worker's code; a pin that differs from the
 /// certificate's hash is a trust failure (`PIN_MISMATCH`); anything else malformed is
 /// `BOOTSTRAP_MALFORMED` naming the member.
+#[cfg(test)]
 pub(crate) fn parse_reply(body: &[u8]) -> Result<Reply> {
-    let obj =
+    parse_reply_for(body, None)
+}
+
+/// As [`parse_reply`] for a request that carried `boundary` (version 2): the reply must
+/// have version 2 and report exactly that boundary.
+pub(crate) fn parse_reply_for(
+    body: &[u8],
+    boundary: Option<crate::placement::ManagedExecutionBoundary>,
+) -> Result<Reply> {
+    let mut obj =
         parse_object(body).map_err(|e| malformed("reply", format!("the bootstrap reply {e}")))?;
-    if member(&obj, "version").and_then(Value::as_positive_int) != Some(VERSION) {
+    let version = if boundary.is_some() {
+        BOUNDARY_VERSION
+    } else {
+        VERSION
+    };
+    if member(&obj, "version").and_then(Value::as_positive_int) != Some(version) {
         return Err(malformed(
             "version",
             "the bootstrap reply has an unknown version",
@@ -147,6 +168,16 @@ pub(crate) fn parse_reply(body: &[u8]) -> Result<Reply> {
             format!("the sidecar refused to start: {}", safe_text(message, 512)),
         )
         .with_metadata("code", code.unwrap_or_else(|| "unknown".into())));
+    }
+    if let Some(boundary) = boundary {
+        let reported = member(&obj, "execution_boundary").and_then(Value::as_str);
+        if reported != Some(boundary.as_str()) {
+            return Err(malformed(
+                "execution_boundary",
+                "the sidecar did not report the requested execution boundary",
+            ));
+        }
+        obj.retain(|(k, _)| k != "execution_boundary");
     }
     let mut keys: Vec<&str> = obj.iter().map(|(k, _)| k.as_str()).collect();
     keys.sort_unstable();
@@ -221,4 +252,39 @@ pub(crate) fn parse_reply(body: &[u8]) -> Result<Reply> {
         credential_id: credential_id.to_owned(),
         bearer,
     })
+}
+
+#[cfg(test)]
+mod boundary_tests {
+    use super::*;
+    use crate::placement::ManagedExecutionBoundary;
+
+    #[test]
+    fn the_request_carries_the_boundary_and_the_reply_must_report_it() {
+        let request = Request {
+            state_dir: "/state".into(),
+            application_id: "app".into(),
+            scopes: vec![],
+            roles: vec![],
+            tools: vec![],
+            execution_boundary: ManagedExecutionBoundary::OfflineIsolated,
+        };
+        let frame = encode_request(&request).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&frame[4..]).unwrap();
+        assert_eq!(body["version"], 2);
+        assert_eq!(body["execution_boundary"], "offline_isolated");
+
+        let other = br#"{"version": 2, "execution_boundary": "full_access"}"#;
+        let err = parse_reply_for(other, Some(ManagedExecutionBoundary::OfflineIsolated))
+            .err()
+            .unwrap();
+        assert_eq!(err.reason(), Some(reasons::BOOTSTRAP_MALFORMED));
+        let missing = br#"{"version": 2, "endpoint": "https://127.0.0.1:1"}"#;
+        assert!(parse_reply_for(missing, Some(ManagedExecutionBoundary::FullAccess)).is_err());
+        let old = br#"{"version": 1, "error": {"code": "x", "message": "y"}}"#;
+        let err = parse_reply_for(old, Some(ManagedExecutionBoundary::FullAccess))
+            .err()
+            .unwrap();
+        assert_eq!(err.reason(), Some(reasons::BOOTSTRAP_MALFORMED));
+    }
 }

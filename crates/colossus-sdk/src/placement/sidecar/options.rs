@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::options::ClientOptions;
+use crate::placement::ManagedExecutionBoundary;
 use crate::trust::descriptor::is_opaque_id;
 use crate::{Error, Kind, Result, reasons};
 
@@ -50,6 +51,7 @@ pub struct SidecarOptions {
     pub(crate) shutdown_grace: Duration,
     pub(crate) inherit_stderr: bool,
     pub(crate) client: ClientOptions,
+    pub(crate) execution_boundary: ManagedExecutionBoundary,
 }
 
 impl SidecarOptions {
@@ -77,6 +79,7 @@ impl SidecarOptions {
                 shutdown_grace: Duration::from_secs(5),
                 inherit_stderr: false,
                 client: ClientOptions::default(),
+                execution_boundary: ManagedExecutionBoundary::FullAccess,
             },
         }
     }
@@ -89,6 +92,12 @@ impl SidecarOptions {
     /// The behaviour every placement shares.
     pub fn client_options(&self) -> &ClientOptions {
         &self.client
+    }
+
+    /// The execution boundary sent in the bootstrap (default
+    /// [`FullAccess`](ManagedExecutionBoundary::FullAccess)).
+    pub fn execution_boundary(&self) -> ManagedExecutionBoundary {
+        self.execution_boundary
     }
 }
 
@@ -166,6 +175,13 @@ impl SidecarOptionsBuilder {
     /// Timeouts, retries and caps (default [`ClientOptions::default`]).
     pub fn client_options(mut self, options: ClientOptions) -> Self {
         self.options.client = options;
+        self
+    }
+
+    /// The managed execution boundary, an explicit choice independent of the access
+    /// profile (never inferred from it). The worker must report the same value back.
+    pub fn execution_boundary(mut self, boundary: ManagedExecutionBoundary) -> Self {
+        self.options.execution_boundary = boundary;
         self
     }
 

@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 use tokio::sync::watch;
 
-use super::bootstrap::{Reply, Request, encode_request, parse_reply, read_frame};
+use super::bootstrap::{Reply, Request, encode_request, parse_reply_for, read_frame};
 use super::options::SidecarOptions;
 use crate::{Error, Kind, Result, reasons};
 
@@ -75,6 +75,7 @@ impl Process {
             scopes: options.scopes.clone(),
             roles: options.roles.clone(),
             tools: options.tools.clone(),
+            execution_boundary: options.execution_boundary,
         })?;
         // Close-on-exec everywhere: only the two mapped ends reach the child.
         let (in_read, in_write) = pipe_with(PipeFlags::CLOEXEC)
@@ -138,7 +139,15 @@ impl Process {
             let _ = exit_tx.send(true);
         });
         tracing::info!(pid, "started sidecar worker");
-        match bootstrap(in_write, out_read, &request, options.startup_timeout).await {
+        match bootstrap(
+            in_write,
+            out_read,
+            &request,
+            options.execution_boundary,
+            options.startup_timeout,
+        )
+        .await
+        {
             Ok((keepalive, reply)) => Ok(Process {
                 pgid: pid,
                 keepalive: Some(keepalive),
@@ -208,6 +217,7 @@ async fn bootstrap(
     in_write: OwnedFd,
     out_read: OwnedFd,
     request: &[u8],
+    boundary: crate::placement::ManagedExecutionBoundary,
     timeout: Duration,
 ) -> Result<(pipe::Sender, Reply)> {
     let exchange = async {
@@ -220,7 +230,7 @@ async fn bootstrap(
             .await
             .map_err(|e| io_error("the worker did not accept the bootstrap request", e))?;
         let body = read_frame(&mut receiver).await?;
-        Ok::<_, Error>((sender, parse_reply(&body)?))
+        Ok::<_, Error>((sender, parse_reply_for(&body, Some(boundary))?))
     };
     tokio::time::timeout(timeout, exchange).await.map_err(|_| {
         Error::local(

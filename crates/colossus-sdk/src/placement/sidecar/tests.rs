@@ -35,7 +35,8 @@ const FAKE: &str = concat!(
     r#"mode = sys.argv[1]
 assert sys.argv[2:] == ["--sidecar", "--bootstrap-in-fd", "3", "--bootstrap-out-fd", "4"], sys.argv
 request = json.loads(read_exact(3, struct.unpack(">I", read_exact(3, 4))[0]))
-assert set(request) == {"version", "state_dir", "application_id", "grant"}, request
+assert set(request) == {"version", "execution_boundary", "state_dir", "application_id", "grant"}, request
+assert request["version"] == 2 and request["execution_boundary"] == "full_access", request
 child = subprocess.Popen(["sleep", "60"])
 with open(os.path.join(request["state_dir"], "grandchild.pid"), "w") as f:
     f.write(str(child.pid))
@@ -44,8 +45,8 @@ if mode == "eof":
 if mode == "silent":
     time.sleep(60)
 body = {
-    "malformed": b'{"version": 1, "endpoint": "https://localhost:1"}',
-    "refused": json.dumps({"version": 1, "error": {"code": "bootstrap_invalid", "message": "no\x07"}}).encode(),
+    "malformed": b'{"version": 2, "endpoint": "https://localhost:1"}',
+    "refused": json.dumps({"version": 2, "error": {"code": "bootstrap_invalid", "message": "no\x07"}}).encode(),
     "huge": b"",
 }[mode]
 header = struct.pack(">I", 70000 if mode == "huge" else len(body))
@@ -286,7 +287,8 @@ async fn a_worker_that_dies_while_the_client_connects_ends_the_connect_at_once()
         }
     });
     let reply = serde_json::json!({
-        "version": 1,
+        "version": 2,
+        "execution_boundary": "full_access",
         "api_version": crate::trust::descriptor::API_VERSION,
         "endpoint": format!("https://{addr}"),
         "instance_id": INSTANCE,

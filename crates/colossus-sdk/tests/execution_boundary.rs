@@ -1,0 +1,129 @@
+//! The managed execution boundary travels in the sidecar bootstrap (version 2) and the
+//! reference worker honours and reports it: `offline_isolated` hides the generic network
+//! tools, `workspace_isolated` is refused by a worker without a workspace sandbox.
+//!
+//! The worker program is `$COLOSSUS_REFERENCE_WORKER`, else `colossus-reference-worker` on
+//! PATH; without one each test says so and returns (a failure under
+//! `COLOSSUS_REQUIRE_WORKER=1`).
+
+use std::path::PathBuf;
+
+use colossus_sdk::model::{CreateRunRequest, EventPayload, ToolActivityPhase};
+use colossus_sdk::placement::{ManagedExecutionBoundary, SidecarOptions};
+use colossus_sdk::{Client, Kind};
+use futures_util::TryStreamExt;
+
+fn reference_worker(test: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("COLOSSUS_REFERENCE_WORKER")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join("colossus-reference-worker"))
+                    .find(|p| p.is_file())
+            })
+        });
+    if found.is_none() {
+        assert!(
+            std::env::var("COLOSSUS_REQUIRE_WORKER").as_deref() != Ok("1"),
+            "COLOSSUS_REQUIRE_WORKER=1 but no reference worker was found"
+        );
+        let note = format!("SKIPPED {test}: no reference worker\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
+    }
+    found
+}
+
+fn state_dir(tag: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("colossus-boundary-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+async fn start(
+    worker: PathBuf,
+    tag: &str,
+    boundary: ManagedExecutionBoundary,
+) -> colossus_sdk::Result<Client> {
+    let options = SidecarOptions::builder(worker, "boundary-app")
+        .tools(["filesystem.read", "web.fetch"])
+        .state_dir(state_dir(tag))
+        .max_restarts(0)
+        .execution_boundary(boundary)
+        .build()?;
+    Client::start_sidecar(options).await
+}
+
+/// The phases of the script's tool activities, in order.
+async fn tool_phases(client: &Client) -> Vec<ToolActivityPhase> {
+    let script = "colossus-script v1\ntool web.fetch\ntool filesystem.read\n";
+    let run = client
+        .runs()
+        .create(CreateRunRequest::text(script))
+        .await
+        .unwrap()
+        .run;
+    let events: Vec<_> = client
+        .runs()
+        .watch(&run.run_id)
+        .try_collect()
+        .await
+        .unwrap();
+    events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ToolActivity { phase, .. } => Some(*phase),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn offline_isolated_hides_the_network_tools_that_full_access_keeps() {
+    let Some(worker) = reference_worker("offline_isolated") else {
+        return;
+    };
+    let full = start(worker.clone(), "full", ManagedExecutionBoundary::FullAccess)
+        .await
+        .unwrap();
+    let offline = start(worker, "offline", ManagedExecutionBoundary::OfflineIsolated)
+        .await
+        .unwrap();
+    let (full_phases, offline_phases) = (tool_phases(&full).await, tool_phases(&offline).await);
+    assert!(
+        !full_phases.contains(&ToolActivityPhase::Failed),
+        "{full_phases:?}"
+    );
+    assert!(
+        offline_phases.contains(&ToolActivityPhase::Failed),
+        "{offline_phases:?}"
+    );
+    assert!(
+        offline_phases.contains(&ToolActivityPhase::Completed),
+        "{offline_phases:?}"
+    );
+    full.close();
+    offline.close();
+}
+
+#[tokio::test]
+async fn a_worker_without_a_workspace_sandbox_refuses_workspace_isolated() {
+    let Some(worker) = reference_worker("workspace_isolated") else {
+        return;
+    };
+    let err = start(
+        worker,
+        "workspace",
+        ManagedExecutionBoundary::WorkspaceIsolated,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.kind(), Kind::Sidecar);
+    assert_eq!(
+        err.metadata().get("code").map(String::as_str),
+        Some("boundary_unsupported")
+    );
+}
