@@ -159,6 +159,7 @@ def test_framing_times_out():
 
 
 def test_version_2_carries_the_execution_boundary_and_offline_hides_network_tools(state_dir):
+    """B15: the boundary is its own member, never inferred from the grant."""
     obj = good(state_dir)
     obj.update(version=2, execution_boundary="offline_isolated")
     obj["grant"]["tools"] = ["filesystem.read", "web.fetch", "network.http", "docs.fetch"]

@@ -200,12 +200,23 @@ impl TargetManager {
     }
 
     /// Starts the Managed Local sidecar for the active workspace and adds it. There is at
-    /// most one: remove the old one first.
+    /// most one: remove the old one first. The options must bind the start to the
+    /// executable's digest ([`SidecarOptionsBuilder::executable_sha256`]): the SDK then runs
+    /// exactly the verified bytes (a sealed memory file on Linux) and fails closed where it
+    /// cannot.
+    ///
+    /// [`SidecarOptionsBuilder::executable_sha256`]: colossus_sdk::placement::SidecarOptionsBuilder::executable_sha256
     pub async fn add_managed_local(
         &self,
         label: impl Into<String>,
         options: SidecarOptions,
     ) -> Result<TargetId, BridgeError> {
+        if options.executable_sha256().is_none() {
+            return Err(BridgeError::new(
+                ErrorKind::FailedPrecondition,
+                "executable_not_bound",
+            ));
+        }
         if self
             .lock()
             .values()

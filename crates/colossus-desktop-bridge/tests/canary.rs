@@ -613,7 +613,25 @@ async fn nothing_secret_crosses_from_a_managed_local_session() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let options = SidecarOptions::builder(worker, "canary-app")
+    let worker = std::fs::canonicalize(worker).unwrap();
+    let unbound = SidecarOptions::builder(&worker, "canary-app")
+        .state_dir(&state)
+        .build()
+        .unwrap();
+    let refused = TargetManager::new()
+        .add_managed_local("x", unbound)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.reason.as_deref(), Some("executable_not_bound"));
+    let digest: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(std::fs::read(&worker).unwrap())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let options = SidecarOptions::builder(&worker, "canary-app")
+        .executable_sha256(digest)
         .scopes([
             "runs:execute",
             "runs:read",

@@ -1,4 +1,4 @@
-//! The managed execution boundary travels in the sidecar bootstrap (version 2) and the
+//! B15, B16. The managed execution boundary travels in the sidecar bootstrap (version 2) and the
 //! reference worker honours and reports it: `offline_isolated` hides the generic network
 //! tools, `workspace_isolated` is refused by a worker without a workspace sandbox.
 //!
@@ -125,5 +125,51 @@ async fn a_worker_without_a_workspace_sandbox_refuses_workspace_isolated() {
     assert_eq!(
         err.metadata().get("code").map(String::as_str),
         Some("boundary_unsupported")
+    );
+}
+
+/// The SHA-256 of a file, as 64 lower-case hex characters.
+fn sha256_hex(path: &std::path::Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+// Executable binding: the worker's launcher script is copied once into a sealed memory file
+// and run from there (its interpreter and modules are not bound: see the module docs).
+#[tokio::test]
+async fn a_bound_sidecar_runs_from_its_sealed_verified_copy() {
+    let Some(worker) = reference_worker("bound sidecar") else {
+        return;
+    };
+    let worker = std::fs::canonicalize(worker).unwrap();
+    let options = SidecarOptions::builder(&worker, "bound-app")
+        .state_dir(state_dir("bound"))
+        .executable_sha256(sha256_hex(&worker))
+        .build()
+        .unwrap();
+    let client = Client::start_sidecar(options).await.unwrap();
+    let run = client
+        .runs()
+        .create(CreateRunRequest::text("hello"))
+        .await
+        .unwrap()
+        .run;
+    assert_eq!(
+        client.runs().wait(&run.run_id).await.unwrap().run_id,
+        run.run_id
+    );
+    client.close();
+
+    let wrong = SidecarOptions::builder(&worker, "bound-app")
+        .state_dir(state_dir("bound-wrong"))
+        .executable_sha256("00".repeat(32))
+        .build()
+        .unwrap();
+    let err = Client::start_sidecar(wrong).await.unwrap_err();
+    assert_eq!(err.kind(), Kind::Sidecar);
+    assert_eq!(
+        err.metadata().get("binding").map(String::as_str),
+        Some("digest_mismatch")
     );
 }

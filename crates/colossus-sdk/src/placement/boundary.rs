@@ -1,4 +1,4 @@
-//! [`ManagedExecutionBoundary`]: how far a managed worker's effects may reach, chosen
+//! [`ManagedExecutionBoundary`] (B15): how far a managed worker's effects may reach, chosen
 //! explicitly by the host and carried to the sidecar as a versioned bootstrap field.
 
 /// The execution boundary of a managed (sidecar) worker.

@@ -1,6 +1,7 @@
 //! The sidecar placement: a private worker the SDK spawns, bootstraps over inherited
 //! pipes and supervises (conformance/docs/sidecar.md).
 
+pub(crate) mod binding;
 pub(crate) mod bootstrap;
 mod options;
 mod process;

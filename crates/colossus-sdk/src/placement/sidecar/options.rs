@@ -52,6 +52,7 @@ pub struct SidecarOptions {
     pub(crate) inherit_stderr: bool,
     pub(crate) client: ClientOptions,
     pub(crate) execution_boundary: ManagedExecutionBoundary,
+    pub(crate) executable_sha256: Option<String>,
 }
 
 impl SidecarOptions {
@@ -80,6 +81,7 @@ impl SidecarOptions {
                 inherit_stderr: false,
                 client: ClientOptions::default(),
                 execution_boundary: ManagedExecutionBoundary::FullAccess,
+                executable_sha256: None,
             },
         }
     }
@@ -98,6 +100,11 @@ impl SidecarOptions {
     /// [`FullAccess`](ManagedExecutionBoundary::FullAccess)).
     pub fn execution_boundary(&self) -> ManagedExecutionBoundary {
         self.execution_boundary
+    }
+
+    /// The trusted SHA-256 of the executable, when the start is bound to it.
+    pub fn executable_sha256(&self) -> Option<&str> {
+        self.executable_sha256.as_deref()
     }
 }
 
@@ -185,6 +192,16 @@ impl SidecarOptionsBuilder {
         self
     }
 
+    /// Binds the start to these exact executable bytes (64 lower-case hex characters of
+    /// SHA-256; the executable must then be an absolute path). On Linux the SDK copies the
+    /// file once into a sealed memory file, checks the digest and executes that copy, so a
+    /// file swapped after the check never runs; where no equivalent exists the start fails
+    /// closed. For a `#!` script only the script's bytes are bound, not its interpreter.
+    pub fn executable_sha256(mut self, digest: impl Into<String>) -> Self {
+        self.options.executable_sha256 = Some(digest.into());
+        self
+    }
+
     /// Checks every field; a malformed one is `FIELD_INVALID` naming it.
     pub fn build(self) -> Result<SidecarOptions> {
         let o = self.options;
@@ -194,6 +211,20 @@ impl SidecarOptionsBuilder {
         };
         if o.executable.as_os_str().is_empty() {
             return Err(invalid("executable", "executable is required"));
+        }
+        if let Some(digest) = &o.executable_sha256 {
+            if super::binding::parse_digest(digest).is_none() {
+                return Err(invalid(
+                    "executable_sha256",
+                    "executable_sha256 must be 64 lower-case hex characters",
+                ));
+            }
+            if !o.executable.is_absolute() {
+                return Err(invalid(
+                    "executable",
+                    "a bound executable must be an absolute path",
+                ));
+            }
         }
         if !is_opaque_id(&o.application_id) {
             return Err(invalid(

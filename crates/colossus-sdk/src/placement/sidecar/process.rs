@@ -82,7 +82,19 @@ impl Process {
             .map_err(|e| io_error("cannot create the bootstrap pipe", e))?;
         let (out_read, out_write) = pipe_with(PipeFlags::CLOEXEC)
             .map_err(|e| io_error("cannot create the bootstrap pipe", e))?;
-        let mut command = tokio::process::Command::new(&options.executable);
+        // A bound start runs the sealed, verified copy, never the path again.
+        let sealed = match options
+            .executable_sha256
+            .as_deref()
+            .and_then(super::binding::parse_digest)
+        {
+            Some(digest) => Some(super::binding::seal(&options.executable, &digest)?),
+            None => None,
+        };
+        let mut command = match &sealed {
+            Some(_) => tokio::process::Command::new(super::binding::SealedExecutable::program()),
+            None => tokio::process::Command::new(&options.executable),
+        };
         command
             .args(&options.extra_args)
             .args([
@@ -101,17 +113,24 @@ impl Process {
             })
             .process_group(0)
             .kill_on_drop(false);
+        let mut mappings = vec![
+            FdMapping {
+                parent_fd: in_read,
+                child_fd: CHILD_IN_FD,
+            },
+            FdMapping {
+                parent_fd: out_write,
+                child_fd: CHILD_OUT_FD,
+            },
+        ];
+        if let Some(sealed) = sealed {
+            mappings.push(FdMapping {
+                parent_fd: sealed.fd,
+                child_fd: super::binding::CHILD_EXEC_FD,
+            });
+        }
         command
-            .fd_mappings(vec![
-                FdMapping {
-                    parent_fd: in_read,
-                    child_fd: CHILD_IN_FD,
-                },
-                FdMapping {
-                    parent_fd: out_write,
-                    child_fd: CHILD_OUT_FD,
-                },
-            ])
+            .fd_mappings(mappings)
             .map_err(|e| io_error("cannot hand the bootstrap pipes to the worker", e))?;
         let spawned = command.spawn();
         // The parent's copies of the child's ends must close now, or the reply pipe never
