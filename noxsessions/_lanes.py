@@ -85,6 +85,9 @@ WEIGHTS: dict[str, float] = {
     "rust_tests": 131, "typescript_examples": 19, "typescript_lint": 66,
     "typescript_lowest": 38, "typescript_package": 48, "typescript_runtimes": 49,
     "typescript_tests": 27, "worker_fuzz": 15, "worker_lint": 8, "worker_tests": 322,
+    # Measured 2026-12-05 on a loaded 2-CPU machine, not in a bench_ci run: the plugin's
+    # first build of tauri, GTK and WebKitGTK bindings is about 200 CPU-seconds.
+    "bridge_tests": 40, "tauri_plugin_tests": 265,
 }
 DEFAULT_WEIGHT = 30.0
 # Sessions the summary names as the slowest.

@@ -3,7 +3,7 @@
 //! The plugin registers exactly the bridge's product operations as plugin commands
 //! ([`COMMANDS`], the same list as `build.rs` and the permission files), so every one of
 //! them goes through Tauri's capability check: a window runs a command only when a
-//! capability grants it, and a remote origin runs none (B9). The default permission set
+//! capability grants it, and a remote origin runs none (B9, B17). The default permission set
 //! grants only `desktop_release_channel`; `colossus:work` and `colossus:fleet` are the
 //! named sets for a Work window and a Fleet window.
 //!

@@ -1,4 +1,4 @@
-//! The plugin under Tauri's mock runtime (headless): per-window capabilities from the
+//! B9, B17. The plugin under Tauri's mock runtime (headless): per-window capabilities from the
 //! plugin's own permission files, remote-origin refusal, the ordered channel, and the
 //! inventory of commands, handlers and permissions (B9).
 
