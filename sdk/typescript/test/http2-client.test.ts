@@ -23,22 +23,22 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
   "all at once": (stream) => {
     stream.on("end", () => {
       stream.respond({ ":status": 200 }, { waitForTrailers: true });
-      stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      stream.once("wantTrailers", () => { stream.sendTrailers({ "grpc-status": "0" }); });
       stream.end("complete response");
     });
   },
   "trailers only": (stream) => {
-    stream.on("end", () => stream.respond({ ":status": 200, "grpc-status": "14" }, { endStream: true }));
+    stream.on("end", () => { stream.respond({ ":status": 200, "grpc-status": "14" }, { endStream: true }); });
   },
   "big body": (stream) => {
     stream.respond({ ":status": 200 }, { waitForTrailers: true });
-    stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+    stream.once("wantTrailers", () => { stream.sendTrailers({ "grpc-status": "0" }); });
     stream.end(Buffer.alloc(BIG, 7));
   },
   "endless body": (stream) => {
     stream.respond({ ":status": 200 });
     const timer = setInterval(() => stream.write("more"), 5);
-    stream.on("close", () => clearInterval(timer));
+    stream.on("close", () => { clearInterval(timer); });
   },
   "socket destroyed before the response": (_stream, _session, socket) => {
     socket.destroy();
@@ -57,16 +57,16 @@ const HANDLERS: Readonly<Record<string, Handler>> = {
   },
   "session destroyed mid-body": (stream, session) => {
     stream.respond({ ":status": 200 });
-    stream.write("part", () => setTimeout(() => session.destroy(), 10));
+    stream.write("part", () => setTimeout(() => { session.destroy(); }, 10));
   },
   "reset with INTERNAL_ERROR": (stream) => {
     stream.respond({ ":status": 200 });
-    stream.write("part", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+    stream.write("part", () => { stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR); });
   },
-  "reset with REFUSED_STREAM": (stream) => stream.close(http2.constants.NGHTTP2_REFUSED_STREAM),
+  "reset with REFUSED_STREAM": (stream) => { stream.close(http2.constants.NGHTTP2_REFUSED_STREAM); },
   "reset with CANCEL": (stream) => {
     stream.respond({ ":status": 200 });
-    stream.write("part", () => stream.close(http2.constants.NGHTTP2_CANCEL));
+    stream.write("part", () => { stream.close(http2.constants.NGHTTP2_CANCEL); });
   },
 };
 
@@ -83,7 +83,7 @@ before(async () => {
   });
   server.on("stream", (stream, headers) => {
     stream.on("error", () => undefined);
-    stream.on("close", () => closedCodes.push(stream.rstCode ?? -1));
+    stream.on("close", () => closedCodes.push(stream.rstCode));
     stream.resume();
     const handler = HANDLERS[String(headers["x-scenario"])];
     if (handler === undefined) throw new Error(`no scenario ${String(headers["x-scenario"])}`);

@@ -72,7 +72,7 @@ class Http2Call {
   private stream: http2.ClientHttp2Stream | null = null;
   private session: http2.Http2Session | null = null;
   private responded = false;
-  private readonly body = new ResponseBody(() => this.cancel());
+  private readonly body = new ResponseBody(() => { this.cancel(); });
   private readonly trailer = new Headers();
   private failure: ConnectError | null = null;
   private cancelledByUs = false;
@@ -128,7 +128,7 @@ class Http2Call {
     stream.on("response", (headers) => {
       this.responded = true;
       this.resolveResponse({
-        status: Number(headers[":status"] ?? 0),
+        status: headers[":status"] ?? 0,
         header: toWebHeaders(headers),
         body: this.body,
         trailer: this.trailer,
@@ -141,9 +141,9 @@ class Http2Call {
         this.body.onDrained(() => stream.resume());
       }
     });
-    stream.on("trailers", (headers) => {
+    stream.on("trailers", (headers: http2.IncomingHttpHeaders) => {
       this.trailerReceived = true;
-      toWebHeaders(headers).forEach((value, key) => this.trailer.set(key, value));
+      toWebHeaders(headers).forEach((value, key) => { this.trailer.set(key, value); });
     });
     stream.on("end", () => {
       // A gRPC response ends with trailers, or with headers that end the stream. Node also
@@ -174,15 +174,17 @@ class Http2Call {
     if (error instanceof ConnectError) return error;
     const rstCode = stream.rstCode;
     const sessionGone = this.connectionGone();
-    const resetByPeer = error === undefined ? rstCode !== undefined && rstCode !== NGHTTP2_NO_ERROR : error.code === "ERR_HTTP2_STREAM_ERROR";
-    if (resetByPeer && !sessionGone && !this.cancelledByUs && rstCode !== undefined) return resetByWorker(rstCode);
+    const resetByPeer = error === undefined ? rstCode !== NGHTTP2_NO_ERROR : error.code === "ERR_HTTP2_STREAM_ERROR";
+    if (resetByPeer && !sessionGone && !this.cancelledByUs) return resetByWorker(rstCode);
     if (error !== undefined) return lostConnection(error);
     return lostConnection(undefined, this.responded ? "the connection to the worker was lost before the response ended" : "the connection to the worker was lost before a response");
   }
 
   private connectionGone(): boolean {
     const session = this.session;
-    return session === null || session.destroyed || session.closed || session.socket?.destroyed === true;
+    // Node's typings say a session always has its socket; a destroyed one has none.
+    const socket = session?.socket as { readonly destroyed: boolean } | undefined;
+    return session === null || session.destroyed || session.closed || socket === undefined || socket.destroyed;
   }
 
   /** Writes the request body with backpressure, then ends the stream. */
@@ -193,7 +195,10 @@ class Http2Call {
         for await (const chunk of body) {
           if (this.failure !== null || stream.destroyed) return;
           await new Promise<void>((written, refused) => {
-            stream.write(chunk, (error) => (error === null || error === undefined ? written() : refused(error)));
+            stream.write(chunk, (error) => {
+              if (error === null || error === undefined) written();
+              else refused(error);
+            });
           });
         }
       }
@@ -316,7 +321,7 @@ function toWebHeaders(headers: http2.IncomingHttpHeaders): Headers {
   const web = new Headers();
   for (const [key, value] of Object.entries(headers)) {
     if (key.startsWith(":") || value === undefined) continue;
-    for (const one of Array.isArray(value) ? value : [value]) web.append(key, String(one));
+    for (const one of Array.isArray(value) ? value : [value]) web.append(key, one);
   }
   return web;
 }
