@@ -121,6 +121,15 @@ export class SidecarProcess {
     return this.child.pid ?? 0;
   }
 
+  /** A signal aborted when the worker exits (for a connect that must not outwait it). */
+  exitSignal(): AbortSignal {
+    const controller = new AbortController();
+    void this.exited.then(() => {
+      controller.abort(new Error("the sidecar worker exited"));
+    });
+    return controller.signal;
+  }
+
   /** True when the worker exited without being asked to. */
   get unexpectedExit(): boolean {
     return this.exitedFlag && !this.closing;
