@@ -84,6 +84,8 @@ PACKAGE_FILES = {
     "dist/testing.cjs.map",
     "dist/testing.d.ts",
     "dist/testing.d.cts",
+    # colossus-sdk/testing for TypeScript's node10 resolution (no exports map there).
+    "testing/package.json",
 }
 # Declarations both entries share (tsup names the chunk by its content hash: errors-<hash>.d.ts).
 SHARED_DECLARATIONS = ("dist/*-*.d.ts", "dist/*-*.d.cts")
@@ -221,7 +223,7 @@ def typescript_lint(session: nox.Session) -> None:
     tarball, files = _pack(session, tmp)
     session.run("npx", "--no-install", "publint", "run", "--strict", str(tarball), external=True)
     # Every default profile (node10, node16 CommonJS and ESM, bundler): the testing entry
-    # resolves under TypeScript's old node10 resolution too, through typesVersions.
+    # resolves under TypeScript's old node10 resolution too, through testing/package.json.
     session.run("npx", "--no-install", "attw", str(tarball), external=True)
     shared = {f for f in files if any(fnmatch.fnmatchcase(f, p) for p in SHARED_DECLARATIONS)}
     unexpected, missing = files - PACKAGE_FILES - shared, PACKAGE_FILES - files
