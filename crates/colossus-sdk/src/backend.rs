@@ -45,7 +45,7 @@
 //!     }
 //!     fn watch_run<'a>(&'a self, run_id: &'a str, after: u64)
 //!         -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchedEvent>>>> {
-//!         let event = RunEvent::new(run_id, 1, EventPayload::TerminalResult {
+//!         let event = RunEvent::new(run_id, 1, EventPayload::RunTerminated {
 //!             status: RunStatus::Succeeded,
 //!             result: Some(RunResult::text("done")),
 //!         });

@@ -365,7 +365,7 @@ impl EmbeddedRuntime {
             push(
                 rs,
                 EventPayload::StatusChanged {
-                    previous,
+                    previous_status: previous,
                     status: RunStatus::Cancelling,
                 },
             );
@@ -521,7 +521,7 @@ impl EmbeddedRuntime {
 fn push(rs: &mut RunState, payload: EventPayload) {
     let sequence = rs.events.len() as u64 + 1;
     let event = RunEvent::new(rs.run.run_id.clone(), sequence, payload);
-    rs.run.update_time = event.time;
+    rs.run.update_time = event.event_time;
     rs.run.last_sequence = sequence;
     rs.events.push(event);
     rs.published.send_replace(sequence);
@@ -564,7 +564,13 @@ impl Exec {
                 return Err(Stop::Cancelled);
             }
             let previous = rs.run.status;
-            push(rs, EventPayload::StatusChanged { previous, status });
+            push(
+                rs,
+                EventPayload::StatusChanged {
+                    previous_status: previous,
+                    status,
+                },
+            );
             rs.run.status = status;
             Ok(())
         })
@@ -580,7 +586,7 @@ impl Exec {
 
     fn say(&mut self, text: &str) -> Result<(), Stop> {
         self.output.push_str(text);
-        self.emit(EventPayload::OutputTextDelta {
+        self.emit(EventPayload::OutputDelta {
             text: text.to_owned(),
         })
     }
@@ -845,7 +851,7 @@ impl Exec {
             rs.pending = None;
             push(
                 rs,
-                EventPayload::TerminalResult {
+                EventPayload::RunTerminated {
                     status,
                     result: Some(result),
                 },

@@ -38,17 +38,17 @@ impl Drop for DropFlag {
 
 fn event(seq: u64, text: &str, terminal: bool) -> RunEvent {
     let payload = if terminal {
-        EventPayload::TerminalResult {
+        EventPayload::RunTerminated {
             status: RunStatus::Succeeded,
             result: None,
         }
     } else {
-        EventPayload::OutputTextDelta {
+        EventPayload::OutputDelta {
             text: text.to_owned(),
         }
     };
     let mut e = RunEvent::new("r1", seq, payload);
-    e.time = std::time::SystemTime::UNIX_EPOCH;
+    e.event_time = std::time::SystemTime::UNIX_EPOCH;
     e
 }
 
@@ -423,4 +423,16 @@ async fn a_resumed_watch_starts_after_the_given_cursor() {
     assert_eq!(watch.next().await.unwrap().unwrap().sequence, 5);
     assert!(watch.next().await.is_none());
     assert_eq!(*fake.opened_after.lock().unwrap(), vec![4]);
+}
+
+#[tokio::test]
+async fn a_clean_close_whose_get_run_names_another_run_is_a_reconcile_mismatch() {
+    // The same reason as the Go, Python and TypeScript watches (docs/requirements.md, S9):
+    // the clean close is what GetRun contradicts, not a malformed answer.
+    let mut other = Run::new("r2", RunStatus::Succeeded);
+    other.last_sequence = 1;
+    let (c, _) = client(vec![vec![Item::Event(1, "end", true)]], vec![Ok(other)]);
+    let err = drain(&c).await.1.unwrap();
+    assert!(err.is(Kind::ProtocolViolation));
+    assert_eq!(err.reason(), Some(reasons::WATCH_RECONCILE_MISMATCH));
 }
