@@ -45,6 +45,7 @@ pub mod credentials;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 mod error;
+mod event_codec;
 mod grpc;
 pub mod model;
 pub mod options;
