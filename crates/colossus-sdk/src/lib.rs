@@ -47,6 +47,8 @@ pub mod embedded;
 mod error;
 mod event_codec;
 mod grpc;
+#[cfg(test)]
+mod log_capture;
 pub mod model;
 pub mod options;
 pub mod placement;

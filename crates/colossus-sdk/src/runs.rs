@@ -55,6 +55,13 @@ impl<'c> Runs<'c> {
                 .await;
             match result {
                 Ok(mut created) => {
+                    tracing::info!(
+                        run_id = %created.run.run_id,
+                        replayed = created.replayed,
+                        idempotency_key = %key,
+                        "{}",
+                        if created.replayed { "run replayed" } else { "run created" }
+                    );
                     created.idempotency_key = key;
                     return Ok(created);
                 }

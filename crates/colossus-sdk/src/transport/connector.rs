@@ -86,6 +86,29 @@ pub(crate) async fn connect(
     state: &TrustState,
     timeout: Duration,
 ) -> Result<Connection, Error> {
+    let result = connect_once(addr, config, state, timeout).await;
+    // Every connection, the first and each reconnect, passes here: one record per
+    // verdict. Nothing logged holds the bearer, which no connection step has seen.
+    match &result {
+        Ok(_) => tracing::debug!(%addr, "TLS 1.3 handshake verified against the pin"),
+        Err(e) if e.is(Kind::Trust) => tracing::warn!(
+            %addr,
+            reason = e.reason().unwrap_or_default(),
+            "trust check refused the worker's connection"
+        ),
+        Err(e) => {
+            tracing::debug!(%addr, reason = e.reason().unwrap_or_default(), "connection failed")
+        }
+    }
+    result
+}
+
+async fn connect_once(
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+    state: &TrustState,
+    timeout: Duration,
+) -> Result<Connection, Error> {
     state.clear();
     let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Ok(Ok(tcp)) => tcp,
