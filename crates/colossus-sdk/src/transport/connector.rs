@@ -28,7 +28,7 @@ use crate::{Code, Error, Kind, reasons};
 pub(crate) fn tls_config(pin: Pin, state: Arc<TrustState>) -> Arc<ClientConfig> {
     // builder_with_provider, not builder(): the process-wide default provider may be
     // unset or another one, and this choice must not depend on the application's.
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(super::provider::ring());
     let verifier = Arc::new(PinVerifier::new(pin, &provider, state));
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])

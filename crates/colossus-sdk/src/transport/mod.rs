@@ -4,6 +4,7 @@
 
 pub(crate) mod connector;
 mod probe;
+pub(crate) mod provider;
 mod server_info;
 pub(crate) mod verifier;
 

@@ -217,7 +217,7 @@ pub(crate) async fn listen_with(
     } else {
         &[&rustls::version::TLS13]
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(super::provider::ring());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
         .unwrap()
