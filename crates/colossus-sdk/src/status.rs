@@ -215,12 +215,16 @@ pub(crate) fn from_parts(
     retry_delay: Option<Duration>,
     call: CallKind,
 ) -> Error {
-    let mut kind = kind_of(code, reason);
-    let mut message = message.to_owned();
-    if call == CallKind::Mutation && ambiguous_for_mutations(code) {
-        kind = Kind::OutcomeUnknown;
-        message = format!("the outcome of the call is unknown: {message}");
-    }
+    // The same rule as `map`'s, for a status that never crossed a connection.
+    let unknown = call == CallKind::Mutation && ambiguous_for_mutations(code);
+    let (kind, message) = if unknown {
+        (
+            Kind::OutcomeUnknown,
+            format!("the outcome of the call is unknown: {message}"),
+        )
+    } else {
+        (kind_of(code, reason), message.to_owned())
+    };
     let mut err = Error::status(kind, code, reason.map(str::to_owned), message);
     if let Some(delay) = retry_delay {
         err = err.with_retry_delay(delay);
