@@ -65,8 +65,8 @@ LOCKS: dict[str, frozenset[str]] = {
     # a second session would only wait for the first one's build while holding a lane;
     # conformance builds its Rust client there too but, like Go, only reads the sources.
     "cargo-target": frozenset({
-        "rust_lint", "rust_tests", "bench_rust_sdk", "release", "release_dry_run",
-        "bridge_tests", "tauri_plugin_tests",
+        "rust_lint", "rust_tests", "rust_readme", "rust_fresh_deps", "bench_rust_sdk", "release",
+        "release_dry_run", "bridge_tests", "tauri_plugin_tests",
     }),
 }
 # Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
@@ -82,7 +82,7 @@ WEIGHTS: dict[str, float] = {
     "durability_tests": 107, "go_lint": 13, "go_tests": 91, "h2spec": 3, "parsers_diff": 39,
     "python_sdk_docs": 17, "python_sdk_examples": 26, "python_sdk_lint": 11,
     "python_sdk_tests": 69, "python_sdk_tox": 98, "release_dry_run": 45, "rust_lint": 28,
-    "rust_tests": 131, "typescript_examples": 19, "typescript_lint": 66,
+    "rust_tests": 131, "rust_readme": 110, "rust_fresh_deps": 90, "typescript_examples": 19, "typescript_lint": 66,
     "typescript_lowest": 38, "typescript_package": 48, "typescript_runtimes": 49,
     "typescript_tests": 27, "worker_fuzz": 15, "worker_lint": 8, "worker_tests": 322,
     # Measured 2026-12-05 on a loaded 2-CPU machine, not in a bench_ci run: the plugin's

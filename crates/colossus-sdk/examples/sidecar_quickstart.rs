@@ -27,7 +27,7 @@ async fn main() -> colossus_sdk::Result<()> {
         .await?;
     let mut watch = client.runs().watch(&created.run.run_id);
     while let Some(event) = watch.next().await {
-        if let EventPayload::OutputTextDelta { text } = event?.payload {
+        if let EventPayload::OutputDelta { text } = event?.payload {
             print!("{text}");
         }
     }

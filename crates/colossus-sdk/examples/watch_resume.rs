@@ -34,7 +34,7 @@ async fn main() -> colossus_sdk::Result<()> {
     let mut resumed = client.runs().watch_after(&run.run_id, cursor);
     while let Some(event) = resumed.next().await {
         let event = event?;
-        if let EventPayload::OutputTextDelta { text } = &event.payload {
+        if let EventPayload::OutputDelta { text } = &event.payload {
             println!("resumed: #{} {text:?}", event.sequence);
         }
     }

@@ -45,7 +45,7 @@
 //!     }
 //!     fn watch_run<'a>(&'a self, run_id: &'a str, after: u64)
 //!         -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchedEvent>>>> {
-//!         let event = RunEvent::new(run_id, 1, EventPayload::TerminalResult {
+//!         let event = RunEvent::new(run_id, 1, EventPayload::RunTerminated {
 //!             status: RunStatus::Succeeded,
 //!             result: Some(RunResult::text("done")),
 //!         });
@@ -108,7 +108,10 @@ pub struct WatchedEvent {
 }
 
 impl WatchedEvent {
-    /// An event compared by its own value.
+    /// An event compared by its own value: every field, [`RunEvent::event_time`] too, as
+    /// the gRPC backend compares every byte it received. Send a replay as the event was
+    /// first sent (keep it, or its time): one rebuilt with a fresh time is a different
+    /// event and fails the watch with `WATCH_REPLAY_ALTERED`.
     pub fn new(event: RunEvent) -> Self {
         let content = format!("{event:?}").into_bytes();
         WatchedEvent { event, content }

@@ -155,10 +155,10 @@ pub(crate) fn event(e: p::RunEvent) -> m::RunEvent {
     use p::run_event::Payload;
     let payload = match e.payload {
         Some(Payload::StatusChanged(s)) => EventPayload::StatusChanged {
-            previous: m::RunStatus::from_number(s.previous_status),
+            previous_status: m::RunStatus::from_number(s.previous_status),
             status: m::RunStatus::from_number(s.status),
         },
-        Some(Payload::OutputDelta(d)) => EventPayload::OutputTextDelta { text: d.text },
+        Some(Payload::OutputDelta(d)) => EventPayload::OutputDelta { text: d.text },
         Some(Payload::InteractionRequested(r)) => match &r.interaction {
             Some(i) => EventPayload::InteractionRequested(interaction(i)),
             None => EventPayload::Unknown,
@@ -174,14 +174,14 @@ pub(crate) fn event(e: p::RunEvent) -> m::RunEvent {
             display_category: t.display_category,
             phase: m::ToolActivityPhase::from_number(t.phase),
         },
-        Some(Payload::Terminated(t)) => EventPayload::TerminalResult {
+        Some(Payload::Terminated(t)) => EventPayload::RunTerminated {
             status: m::RunStatus::from_number(t.status),
             result: t.result.as_ref().map(result),
         },
         None => EventPayload::Unknown,
     };
     let mut out = m::RunEvent::new(e.run_id, e.sequence, payload);
-    out.time = time(e.event_time.as_ref());
+    out.event_time = time(e.event_time.as_ref());
     out
 }
 
@@ -300,11 +300,14 @@ mod tests {
         };
         let out = event(e);
         assert_eq!(out.sequence, u64::MAX);
-        assert_eq!(out.time, SystemTime::UNIX_EPOCH + Duration::new(10, 5));
+        assert_eq!(
+            out.event_time,
+            SystemTime::UNIX_EPOCH + Duration::new(10, 5)
+        );
         assert_eq!(
             out.payload,
             EventPayload::StatusChanged {
-                previous: m::RunStatus::Running,
+                previous_status: m::RunStatus::Running,
                 status: m::RunStatus::Unknown
             }
         );

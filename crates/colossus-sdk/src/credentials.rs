@@ -65,23 +65,79 @@ impl CredentialProvider for InMemoryCredentialProvider {
     }
 }
 
-/// Asks `provider` for the bearer; a failure that is not already a credential error
-/// becomes `PROVIDER_FAILED`. The provider's own error is dropped, not kept as the source:
-/// its text may hold the very secret it failed to deliver, and `Debug` shows sources.
+/// Asks `provider` for the bearer. Whatever the provider returns on failure, the SDK
+/// reports its own credential error: the catalogue's reason (`BEARER_MALFORMED`,
+/// `KEYRING_UNAVAILABLE`, `KEYRING_ENTRY_MISSING` when the provider's error names one of
+/// them, `PROVIDER_FAILED` otherwise) and a fixed message of the SDK's. The provider's text
+/// and metadata may hold the very secret it failed to deliver, so neither is repeated: the
+/// provider's error is kept behind a [`ProviderError`] source, which prints nothing of it.
 pub(crate) async fn load_bearer(provider: &dyn CredentialProvider) -> Result<Bearer> {
-    provider.bearer().await.map_err(|e| {
-        if e.is(Kind::Credential) {
-            e
-        } else {
-            tracing::debug!(kind = ?e.kind(), "the credential provider failed");
-            Error::local(
-                Kind::Credential,
-                reasons::PROVIDER_FAILED,
-                "the credential provider failed",
-            )
-        }
-    })
+    provider.bearer().await.map_err(credential_error)
 }
+
+/// The SDK's own credential error for a provider's failure `cause`.
+pub(crate) fn credential_error(cause: Error) -> Error {
+    let (reason, message) = match cause.reason() {
+        Some(r) if cause.is(Kind::Credential) && r == reasons::BEARER_MALFORMED => (
+            reasons::BEARER_MALFORMED,
+            "the credential provider returned a malformed bearer",
+        ),
+        Some(r) if cause.is(Kind::Credential) && r == reasons::KEYRING_UNAVAILABLE => (
+            reasons::KEYRING_UNAVAILABLE,
+            "the OS keyring cannot be used; enrol with --bearer-fd and pass the bearer \
+             through an InMemoryCredentialProvider or a provider of your own",
+        ),
+        Some(r) if cause.is(Kind::Credential) && r == reasons::KEYRING_ENTRY_MISSING => (
+            reasons::KEYRING_ENTRY_MISSING,
+            "the OS keyring has no bearer for the provider's service and account",
+        ),
+        _ => (reasons::PROVIDER_FAILED, "the credential provider failed"),
+    };
+    tracing::debug!(reason, "the credential provider failed");
+    Error::local(Kind::Credential, reason, message).with_source(ProviderError(cause))
+}
+
+/// The credential provider's own error, kept as the [`source`](std::error::Error::source)
+/// of the SDK's credential error. Its `Display` and `Debug` print none of it, and it has
+/// no source of its own, so an error report that walks the chain cannot print the
+/// provider's text (which may hold the bearer); [`ProviderError::get_ref`] hands it to code
+/// that asks for it explicitly.
+///
+/// ```
+/// use colossus_sdk::credentials::ProviderError;
+///
+/// fn provider_cause(err: &colossus_sdk::Error) -> Option<&colossus_sdk::Error> {
+///     std::error::Error::source(err)?.downcast_ref::<ProviderError>().map(ProviderError::get_ref)
+/// }
+/// # let _ = provider_cause;
+/// ```
+pub struct ProviderError(Error);
+
+impl ProviderError {
+    /// The provider's error as it returned it. Its message may hold a secret: do not log it.
+    pub fn get_ref(&self) -> &Error {
+        &self.0
+    }
+
+    /// The provider's error as it returned it. Its message may hold a secret: do not log it.
+    pub fn into_inner(self) -> Error {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProviderError(<redacted>)")
+    }
+}
+
+impl std::fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the credential provider's own error (not shown: it may hold the bearer)")
+    }
+}
+
+impl std::error::Error for ProviderError {}
 
 #[cfg(feature = "keyring")]
 pub use keyring_provider::KeyringCredentialProvider;
@@ -202,6 +258,68 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got.expose(), "b".repeat(40));
+    }
+
+    /// A provider that fails with a credential error of its own, its text holding `SECRET`.
+    struct FailingAsCredential(&'static str);
+    impl CredentialProvider for FailingAsCredential {
+        fn bearer(&self) -> BoxFuture<'_, Result<Bearer>> {
+            let reason = self.0;
+            Box::pin(async move {
+                Err(
+                    Error::local(Kind::Credential, reason, format!("bad bearer {SECRET}"))
+                        .with_metadata("bearer", SECRET),
+                )
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_providers_credential_error_is_reported_in_the_sdks_own_words() {
+        for (given, reported) in [
+            (reasons::BEARER_MALFORMED, reasons::BEARER_MALFORMED),
+            (reasons::KEYRING_UNAVAILABLE, reasons::KEYRING_UNAVAILABLE),
+            (
+                reasons::KEYRING_ENTRY_MISSING,
+                reasons::KEYRING_ENTRY_MISSING,
+            ),
+            (reasons::PROVIDER_FAILED, reasons::PROVIDER_FAILED),
+            ("VAULT_SEALED", reasons::PROVIDER_FAILED),
+        ] {
+            let err = load_bearer(&FailingAsCredential(given)).await.unwrap_err();
+            assert!(err.is(Kind::Credential), "{given}");
+            assert_eq!(err.reason(), Some(reported), "{given}");
+            assert_eq!(err.code(), None);
+            assert!(
+                err.metadata().is_empty(),
+                "the provider's metadata is not repeated"
+            );
+            let source =
+                std::error::Error::source(&err).expect("the provider's error is the source");
+            let shown = format!("{err} {err:?} {err:#?} {source} {source:?}");
+            assert!(!shown.contains(SECRET), "{shown}");
+            assert!(
+                source.source().is_none(),
+                "an error-chain report stops at the wrapper"
+            );
+            // Code that asks for the provider's own error explicitly still gets it.
+            let cause = source.downcast_ref::<ProviderError>().unwrap().get_ref();
+            assert_eq!(cause.reason(), Some(given));
+            assert!(cause.message().contains(SECRET));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_malformed_bearer_from_a_provider_is_bearer_malformed() {
+        struct Malformed;
+        impl CredentialProvider for Malformed {
+            fn bearer(&self) -> BoxFuture<'_, Result<Bearer>> {
+                Box::pin(async { Bearer::new(format!("{SECRET} with spaces")) })
+            }
+        }
+        let err = load_bearer(&Malformed).await.unwrap_err();
+        assert_eq!(err.reason(), Some(reasons::BEARER_MALFORMED));
+        assert!(!format!("{err} {err:?}").contains(SECRET));
     }
 
     #[cfg(feature = "keyring")]

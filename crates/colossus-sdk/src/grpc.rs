@@ -15,6 +15,7 @@ use tonic::transport::Channel;
 
 use crate::backend::{Backend, BoxFuture, BoxStream, WatchedEvent};
 use crate::convert;
+use crate::event_codec::{ReceivedEvent, WatchCodec};
 use crate::model::{
     Answer, Artifact, ArtifactManifest, CreateRunRequest, CreateRunResult, DownloadPart,
     ListRunsQuery, Run, RunPage, ServerInfo,
@@ -99,6 +100,30 @@ fn runs(session: &dyn GrpcSession) -> RunServiceClient<Channel> {
     RunServiceClient::new(session.channel())
         .max_decoding_message_size(session.max_response_bytes())
         .max_encoding_message_size(usize::MAX)
+}
+
+/// `RunService.WatchRun` as the generated client sends it, through [`WatchCodec`], which
+/// keeps each event's received bytes.
+async fn watch_call(
+    session: &dyn GrpcSession,
+    req: tonic::Request<proto::WatchRunRequest>,
+) -> std::result::Result<tonic::codec::Streaming<ReceivedEvent>, tonic::Status> {
+    let mut grpc = tonic::client::Grpc::new(session.channel())
+        .max_decoding_message_size(session.max_response_bytes())
+        .max_encoding_message_size(usize::MAX);
+    grpc.ready()
+        .await
+        .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {e}")))?;
+    let path = http::uri::PathAndQuery::from_static("/colossus.api.v1alpha1.RunService/WatchRun");
+    let mut req = req;
+    req.extensions_mut().insert(tonic::GrpcMethod::new(
+        "colossus.api.v1alpha1.RunService",
+        "WatchRun",
+    ));
+    Ok(grpc
+        .server_streaming(req, path, WatchCodec)
+        .await?
+        .into_inner())
 }
 
 fn artifacts(session: &dyn GrpcSession) -> ArtifactServiceClient<Channel> {
@@ -211,18 +236,16 @@ impl Backend for GrpcBackend {
                     after_sequence,
                 },
             )?;
-            let stream = runs(&*s)
-                .watch_run(req)
-                .await
-                .map_err(read_err)?
-                .into_inner();
+            let stream = watch_call(&*s, req).await.map_err(read_err)?;
             let events = stream.map(|item| {
-                let msg = item.map_err(read_err)?;
-                let event = msg.event.ok_or_else(|| malformed("event"))?;
-                // The event's encoding is the replay comparison; taken before the
-                // conversion moves the event's strings into the model.
-                let content = event.encode_to_vec();
-                Ok(WatchedEvent::with_content(convert::event(event), content))
+                let received = item.map_err(read_err)?;
+                let event = received.event.ok_or_else(|| malformed("event"))?;
+                // The replay comparison is the event's bytes as received, fields newer
+                // than this SDK included (prost's decoding drops those).
+                Ok(WatchedEvent::with_content(
+                    convert::event(event),
+                    received.content,
+                ))
             });
             Ok(Box::pin(events) as BoxStream<'static, _>)
         })

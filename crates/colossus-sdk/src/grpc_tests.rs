@@ -472,3 +472,40 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
     assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
     assert!(fake.0.lock().unwrap().seen.is_empty());
 }
+
+#[tokio::test]
+async fn a_create_and_a_watch_reconnect_are_logged_without_the_bearer() {
+    let (logs, _guard) = crate::log_capture::capture();
+    let script = Script {
+        creates: vec![Ok(p::CreateRunResponse {
+            run: Some(run(p::RunStatus::Running, 0)),
+            replayed: false,
+        })]
+        .into(),
+        watches: vec![
+            vec![ev(1, "a"), Err(Status::unavailable("restarting"))],
+            vec![end(2)],
+        ]
+        .into(),
+        gets: vec![Ok(run(p::RunStatus::Succeeded, 2))].into(),
+        ..Script::default()
+    };
+    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
+    let created = client
+        .runs()
+        .create(CreateRunRequest::text("hi"))
+        .await
+        .unwrap();
+    let mut watch = client.runs().watch(&created.run.run_id);
+    while let Some(e) = watch.next().await {
+        e.unwrap();
+    }
+    let text = logs.text();
+    assert!(text.contains("run created"), "{text}");
+    assert!(text.contains(created.idempotency_key.as_str()), "{text}");
+    assert!(text.contains("watch reconnecting"), "{text}");
+    assert!(
+        !text.contains("test-bearer"),
+        "the bearer was logged:\n{text}"
+    );
+}

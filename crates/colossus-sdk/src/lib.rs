@@ -45,7 +45,10 @@ pub mod credentials;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 mod error;
+mod event_codec;
 mod grpc;
+#[cfg(test)]
+mod log_capture;
 pub mod model;
 pub mod options;
 pub mod placement;

@@ -226,6 +226,24 @@ impl ClientOptions {
         }
     }
 
+    /// A builder starting from these options: change a few fields of an existing set
+    /// without restating the others.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use colossus_sdk::options::ClientOptions;
+    ///
+    /// let base = ClientOptions::builder().rate_limit_retries(2).build().unwrap();
+    /// let quick = base.to_builder().timeout(Some(Duration::from_secs(1))).build().unwrap();
+    /// assert_eq!(quick.rate_limit_retries(), 2);
+    /// assert_eq!(quick.timeout(), Some(Duration::from_secs(1)));
+    /// ```
+    pub fn to_builder(&self) -> ClientOptionsBuilder {
+        ClientOptionsBuilder {
+            options: self.clone(),
+        }
+    }
+
     /// The deadline of each unary call (default 30 s; `None`: no deadline). Watches have
     /// no overall deadline; see [`watch_idle_timeout`](Self::watch_idle_timeout).
     pub fn timeout(&self) -> Option<Duration> {
@@ -366,6 +384,39 @@ mod tests {
         assert_eq!(r.max_backoff(), Duration::from_secs(5));
         assert_eq!(r.multiplier(), 2.0);
         assert_eq!(r.max_elapsed(), Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn to_builder_starts_from_the_options_it_came_from() {
+        let base = ClientOptions::builder()
+            .timeout(None)
+            .watch_idle_timeout(Some(Duration::from_secs(7)))
+            .replay_window_events(3)
+            .rate_limit_retries(4)
+            .build()
+            .unwrap();
+        assert_eq!(
+            base.to_builder().build().unwrap(),
+            base,
+            "unchanged round trip"
+        );
+        let derived = base
+            .to_builder()
+            .connect_timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        assert_eq!(derived.connect_timeout(), Duration::from_secs(2));
+        assert_eq!(derived.timeout(), None);
+        assert_eq!(derived.watch_idle_timeout(), Some(Duration::from_secs(7)));
+        assert_eq!(derived.replay_window_events(), 3);
+        assert_eq!(derived.rate_limit_retries(), 4);
+        assert_eq!(
+            base.connect_timeout(),
+            Duration::from_secs(10),
+            "the base is untouched"
+        );
+        // The builder's checks still apply to a derived set.
+        assert!(base.to_builder().replay_window_events(0).build().is_err());
     }
 
     #[test]

@@ -55,6 +55,13 @@ impl<'c> Runs<'c> {
                 .await;
             match result {
                 Ok(mut created) => {
+                    tracing::info!(
+                        run_id = %created.run.run_id,
+                        replayed = created.replayed,
+                        idempotency_key = %key,
+                        "{}",
+                        if created.replayed { "run replayed" } else { "run created" }
+                    );
                     created.idempotency_key = key;
                     return Ok(created);
                 }
@@ -78,12 +85,7 @@ impl<'c> Runs<'c> {
     }
 
     pub(crate) async fn get_with(&self, run_id: &str, policy: Option<RetryPolicy>) -> Result<Run> {
-        checks::check_id(run_id, "run_id")?;
-        let backend = self.client.backend()?;
-        let run = self
-            .client
-            .read("GetRun", policy, || backend.get_run(run_id))
-            .await?;
+        let run = self.read_run(run_id, policy).await?;
         if run.run_id != run_id {
             return Err(Error::local(
                 Kind::ProtocolViolation,
@@ -92,6 +94,16 @@ impl<'c> Runs<'c> {
             ));
         }
         Ok(run)
+    }
+
+    /// GetRun as the worker answered it, whichever run it names: a watch reconciling a
+    /// clean close judges that itself (`WATCH_RECONCILE_MISMATCH`, as in every SDK).
+    pub(crate) async fn read_run(&self, run_id: &str, policy: Option<RetryPolicy>) -> Result<Run> {
+        checks::check_id(run_id, "run_id")?;
+        let backend = self.client.backend()?;
+        self.client
+            .read("GetRun", policy, || backend.get_run(run_id))
+            .await
     }
 
     /// Asks a run to stop (scope `runs:control`); never retried.

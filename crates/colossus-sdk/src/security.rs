@@ -52,6 +52,14 @@
 //!   header, marked sensitive so HTTP/2 header compression never indexes it. It never
 //!   appears in argv, the environment, files, URLs, logs or error messages.
 //! - A sidecar's one-use bearer arrives over an inherited pipe and lives only in memory.
+//! - A credential provider's failure is reported as the SDK's own credential error (the
+//!   catalogue's reason and a fixed message); the provider's text and metadata, which may
+//!   hold the secret it failed to deliver, are never repeated. Its error is kept as the
+//!   `source()` behind [`ProviderError`](crate::credentials::ProviderError), which prints
+//!   nothing of it and ends the chain, so an error report cannot print it either.
+//! - The `tracing` records (connect, each check, trust refusals, creates, reconnects) carry
+//!   endpoints, instance IDs, reasons, run IDs and idempotency keys, never the bearer; a
+//!   unit test captures every target and level and looks for it.
 //!
 //! # No residual TLS risk
 //!

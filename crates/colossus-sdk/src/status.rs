@@ -205,6 +205,33 @@ fn connection_lost(status: &tonic::Status) -> bool {
     false
 }
 
+/// The error a refusal with `code`, `reason` and `retry_delay` maps to when no wire
+/// carried it (an in-process backend's injected fault), classified as [`map`] would
+/// classify the same status on a call of kind `call`.
+pub(crate) fn from_parts(
+    code: Code,
+    reason: Option<&str>,
+    message: &str,
+    retry_delay: Option<Duration>,
+    call: CallKind,
+) -> Error {
+    // The same rule as `map`'s, for a status that never crossed a connection.
+    let unknown = call == CallKind::Mutation && ambiguous_for_mutations(code);
+    let (kind, message) = if unknown {
+        (
+            Kind::OutcomeUnknown,
+            format!("the outcome of the call is unknown: {message}"),
+        )
+    } else {
+        (kind_of(code, reason), message.to_owned())
+    };
+    let mut err = Error::status(kind, code, reason.map(str::to_owned), message);
+    if let Some(delay) = retry_delay {
+        err = err.with_retry_delay(delay);
+    }
+    err
+}
+
 /// Maps one failed call; `idempotency_key` is the create's key (also set on the error).
 pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Option<&str>) -> Error {
     if let Some(refusal) = trust_refusal(status) {

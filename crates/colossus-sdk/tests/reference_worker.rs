@@ -183,7 +183,7 @@ async fn a_scripted_run_is_watched_answered_and_reconciled_over_tls() {
         let event = event.unwrap();
         sequences.push(event.sequence);
         match &event.payload {
-            EventPayload::OutputTextDelta { text: t } => text.push_str(t),
+            EventPayload::OutputDelta { text: t } => text.push_str(t),
             EventPayload::InteractionRequested(i) => {
                 client
                     .runs()

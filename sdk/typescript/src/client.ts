@@ -2,7 +2,7 @@
 import { inspect } from "node:util";
 import { Artifacts } from "./artifacts.js";
 import { openConnection, type Connection } from "./connection.js";
-import { ClientClosedError, SidecarError } from "./errors.js";
+import { ClientClosedError, SidecarError, TransportError } from "./errors.js";
 import type { ServerInfo } from "./models.js";
 import { checkDaemonOptions, checkSidecarOptions, resolveClientOptions, type DaemonOptions, type SidecarOptions } from "./options.js";
 import { Runs } from "./runs.js";
@@ -74,12 +74,22 @@ class SidecarSource implements ConnectionSource {
 
 async function connectSidecar(supervisor: SidecarSupervisor, reply: BootstrapReply, signal?: AbortSignal): Promise<Connection> {
   const options = resolveClientOptions(supervisor.options);
-  return openConnection(
-    { endpoint: reply.endpoint, certificate: reply.certificate, expectedInstanceId: reply.instanceId, expectedPin: reply.certificate.sha256, expectedMode: "SIDECAR" },
-    reply.bearer,
-    options,
-    signal,
-  );
+  // A worker that exits ends the connect at once, even when its socket lives on in another
+  // process and would keep the handshake waiting until the connect timeout.
+  const exited = supervisor.process?.exitSignal();
+  const signals = [signal, exited].filter((s): s is AbortSignal => s !== undefined);
+  try {
+    return await openConnection(
+      { endpoint: reply.endpoint, certificate: reply.certificate, expectedInstanceId: reply.instanceId, expectedPin: reply.certificate.sha256, expectedMode: "SIDECAR" },
+      reply.bearer,
+      options,
+      signals.length === 0 ? undefined : AbortSignal.any(signals),
+    );
+  } catch (error) {
+    if (exited?.aborted !== true || signal?.aborted === true) throw error;
+    // As Python reports it: the worker went away, nothing listens for this connect.
+    throw new TransportError("the sidecar worker exited while the client connected", { code: "UNAVAILABLE", reason: "UNREACHABLE", cause: error });
+  }
 }
 
 /**

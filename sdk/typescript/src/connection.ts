@@ -190,6 +190,11 @@ export async function openConnection(
               : { traceparent: context.traceparent, tracestate: context.tracestate };
           },
   });
+  // An abort ends a connect mid-handshake too, not only between attempts.
+  const onAbort = (): void => {
+    channel.close();
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
     // A connection the worker accepted and then dropped without a trust verdict (it died
     // mid-handshake) is retried like a read; a trust failure never is, and neither is a
@@ -201,6 +206,7 @@ export async function openConnection(
       signal,
       connectRetryable,
     );
+    signal?.throwIfAborted();
     const bearer = credentials instanceof Bearer ? credentials : await loadBearer(credentials, signal);
     channel.setBearer(bearer);
     const system = createClient(SystemService, channel.transport(options.maxResponseBytes, options.maxResponseBytes));
@@ -229,5 +235,7 @@ export async function openConnection(
   } catch (error) {
     channel.close();
     throw error instanceof ColossusError ? error : mapError(error, { signal });
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
   }
 }

@@ -80,9 +80,17 @@ export function requireCapability(info: m.ServerInfo, capability: string, what: 
   }
 }
 
+/** A protobuf enum value by its name; an unknown name is refused with the names allowed, as in every SDK. */
 function enumValue<E extends number>(table: Readonly<Record<string, E | string>>, name: unknown, field: string): E {
   const value = typeof name === "string" && name !== "UNSPECIFIED" ? table[name] : undefined;
-  if (value === undefined || typeof value === "string") throw invalidArgument(`${field} has an unknown value`, field);
+  if (value === undefined || typeof value === "string") {
+    const allowed = Object.entries(table)
+      .filter(([, v]) => typeof v === "number" && v !== 0)
+      .map(([key]) => key)
+      .join(", ");
+    const given = typeof name === "string" ? JSON.stringify(name.slice(0, 40)) : typeof name;
+    throw invalidArgument(`${field} must be one of ${allowed}, not ${given}`, field);
+  }
   return value;
 }
 
@@ -224,7 +232,10 @@ const STATUS_NAMES = new Set<string>(["QUEUED", "RUNNING", "WAITING_FOR_INPUT", 
 
 export function buildListRuns(info: m.ServerInfo, statuses: readonly m.RunStatus[], pageSize: number, pageToken: string): ListRunsRequest {
   for (const status of statuses) {
-    if (!STATUS_NAMES.has(status)) throw invalidArgument(`statuses has an unknown value`, "statuses");
+    if (!STATUS_NAMES.has(status)) {
+      const given = typeof status === "string" ? JSON.stringify((status as string).slice(0, 40)) : typeof status;
+      throw invalidArgument(`statuses must be one of ${[...STATUS_NAMES].join(", ")}, not ${given}`, "statuses");
+    }
   }
   const wanted = [...new Set(statuses)].map((s) => enumValue(pbRuns.RunStatus, s, "statuses")).sort((a, b) => a - b);
   const cap = info.limits.maxListStatusFilters;

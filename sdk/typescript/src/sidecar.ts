@@ -121,6 +121,15 @@ export class SidecarProcess {
     return this.child.pid ?? 0;
   }
 
+  /** A signal aborted when the worker exits (for a connect that must not outwait it). */
+  exitSignal(): AbortSignal {
+    const controller = new AbortController();
+    void this.exited.then(() => {
+      controller.abort(new Error("the sidecar worker exited"));
+    });
+    return controller.signal;
+  }
+
   /** True when the worker exited without being asked to. */
   get unexpectedExit(): boolean {
     return this.exitedFlag && !this.closing;
@@ -133,7 +142,16 @@ export class SidecarProcess {
 
   /** Whether the worker has exited, waiting up to `ms` to find out. */
   private exitedWithin(ms: number): Promise<boolean> {
-    return Promise.race([this.exited.then(() => true), sleep(ms).then(() => false)]);
+    // The timer is cleared as soon as the worker exits: a pending one would keep the
+    // caller's process alive for the whole grace after close() returned.
+    const stop = new AbortController();
+    const timedOut = sleep(ms, stop.signal).then(
+      () => false,
+      () => false,
+    );
+    return Promise.race([this.exited.then(() => true), timedOut]).finally(() => {
+      stop.abort();
+    });
   }
 
   static async spawn(options: SidecarOptions, stateDir: string, signal?: AbortSignal): Promise<SidecarProcess> {

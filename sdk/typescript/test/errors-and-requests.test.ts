@@ -142,6 +142,19 @@ describe("local request checks", () => {
   it("checks list filters and answers", () => {
     assert.throws(() => buildListRuns(info, ["QUEUED", "RUNNING", "FAILED"], 0, ""), (e: unknown) => e instanceof InvalidArgumentError && e.reason === "STATUS_FILTER_TOO_LARGE");
     assert.throws(() => buildListRuns(info, ["NOPE" as never], 0, ""), InvalidArgumentError);
+  });
+
+  it("refuses an unknown mode, lane or status naming the values allowed, as every SDK does", () => {
+    const refused = (work: () => unknown, field: string, allowed: string): void => {
+      assert.throws(work, (e: unknown) => {
+        assert.ok(e instanceof InvalidArgumentError, String(e));
+        assert.equal(e.metadata["field"], field);
+        assert.ok(e.message.includes(`must be one of ${allowed}, not "NOPE"`), e.message);
+        return true;
+      });
+    };
+    refused(() => buildCreateRun(info, "key-1", "hi", { mode: "NOPE" as never }, null), "mode", "EXECUTE, PLAN, RESEARCH");
+    refused(() => buildListRuns(info, ["NOPE" as never], 0, ""), "statuses", "QUEUED, RUNNING, WAITING_FOR_INPUT, CANCELLING, SUCCEEDED, FAILED, CANCELLED, INTERRUPTED, OUTCOME_UNKNOWN");
     assert.throws(() => buildRespond("run_1", "int_1", { kind: "approval", binding: "b", decision: "MAYBE" as never }), InvalidArgumentError);
     assert.throws(() => buildRespond("run_1", "int_1", null as never), InvalidArgumentError);
   });

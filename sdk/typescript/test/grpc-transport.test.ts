@@ -1,6 +1,7 @@
-// The channel's streaming transport reads responses itself; connect's gRPC transport is the
-// reference. A raw HTTP/2 server writes the same bytes to both, chunked in odd places, and
-// every answer (messages, or the error's code, words, details and metadata) must agree.
+// The channel's streaming transport reads responses itself; connect's gRPC transport, over the
+// same HTTP/2 client (connect-node's own iterates closed streams: see http2-client.ts), is
+// the reference. A raw HTTP/2 server writes the same bytes to both, chunked in odd places,
+// and every answer (messages, or the error's code, words, details and metadata) must agree.
 import assert from "node:assert/strict";
 import { promisify } from "node:util";
 import http2 from "node:http2";
@@ -10,9 +11,12 @@ import { after, before, describe, it } from "node:test";
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import { ConnectError, type Transport } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { validateReadWriteMaxBytes } from "@connectrpc/connect/protocol";
+import { createTransport } from "@connectrpc/connect/protocol-grpc";
+import { compressionBrotli, compressionGzip, Http2SessionManager } from "@connectrpc/connect-node";
 import { RunService, WatchRunResponseSchema } from "../src/gen/colossus/api/v1alpha1/run_service_pb.js";
 import { createGrpcStreamingTransport } from "../src/transport/grpc-transport.js";
+import { createHttp2Client } from "../src/transport/http2-client.js";
 import { say } from "./helpers/fake-worker.js";
 
 const READ_MAX = 4096;
@@ -129,7 +133,16 @@ describe("the channel's streaming transport", () => {
       const ours = new Http2SessionManager(url);
       const theirs = new Http2SessionManager(url);
       try {
-        const expected = await answer(createGrpcTransport({ ...options, sessionManager: theirs }), scenario);
+        const connect = createTransport({
+          httpClient: createHttp2Client(theirs),
+          baseUrl: url,
+          useBinaryFormat: true,
+          interceptors: [],
+          acceptCompression: [compressionGzip, compressionBrotli],
+          sendCompression: null,
+          ...validateReadWriteMaxBytes(READ_MAX, READ_MAX, undefined),
+        });
+        const expected = await answer(connect, scenario);
         const actual = await answer(createGrpcStreamingTransport({ ...options, sessionManager: ours }), scenario);
         if (scenario === "an incomplete envelope at the end") {
           // connect 2.0.0 words this one differently (same code); only the code is kept here.

@@ -1,5 +1,6 @@
 // Against the real reference worker over real TLS: daemon and sidecar placements.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, chmodSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -146,5 +147,19 @@ describe("sidecar placement", { skip: executable === null ? "colossus-reference-
       rmSync(stateDir, { recursive: true, force: true });
     }
     await assert.rejects(client.runs.get("run_x"), /closed/);
+  });
+
+  it("leaves nothing that keeps the caller's process alive once close() returns", () => {
+    // A program that used a sidecar must exit when it is done, not after a shutdown grace.
+    const sdk = new URL("../src/index.js", import.meta.url).href;
+    const program = `
+      import { Client } from ${JSON.stringify(sdk)};
+      const client = await Client.startSidecar({ executable: ${JSON.stringify(executable ?? "")}, applicationId: "ts-sidecar-exit" });
+      await client.close();
+      console.log(JSON.stringify(process.getActiveResourcesInfo()));`;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", program], { encoding: "utf8", timeout: 60_000 });
+    assert.equal(child.status, 0, child.stderr);
+    const alive = JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "[]") as string[];
+    assert.deepEqual(alive.filter((kind) => kind === "Timeout" || kind === "ProcessWrap" || kind === "TCPWrap"), []);
   });
 });

@@ -1,10 +1,13 @@
 // The sidecar bootstrap over inherited pipes, against small stand-in programs (S7, W16).
 import assert from "node:assert/strict";
+import { createHash, X509Certificate } from "node:crypto";
 import { mkdtempSync, writeFileSync, chmodSync, rmSync, existsSync } from "node:fs";
+import net, { type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { Client, InvalidArgumentError, Reason, SidecarError } from "../src/index.js";
+import { fixture } from "./helpers/fake-worker.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "colossus-ts-sidecar-test-"));
 after(() => {
@@ -104,6 +107,25 @@ fs.writeFileSync(${JSON.stringify(grandchildPid)}, String(child.pid)); setInterv
     const error = await start(standIn("bad", 'reply({ version: 1, endpoint: "https://localhost:1", instance_id: "i", api_version: "v1alpha1", certificate_sha256: "0".repeat(64), certificate_pem: "x", credential_id: "c", bearer: "b".repeat(40) });'));
     assert.ok(error instanceof SidecarError && error.reason === "BOOTSTRAP_MALFORMED" && error.metadata["field"] === "endpoint");
     assert.ok(!error.message.includes("b".repeat(40)));
+  });
+
+  it("ends a connect at once when the worker exits while its socket lives on", { timeout: 20_000 }, async () => {
+    // The socket is held by this process and never answers the TLS handshake, as a worker's
+    // listener inherited by a grandchild would: only the worker's exit can end the connect.
+    const silent = net.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const port = (silent.address() as AddressInfo).port;
+    const pem = fixture("leaf.pem");
+    const pin = createHash("sha256").update(new X509Certificate(pem).raw).digest("hex");
+    const reply = { version: 1, endpoint: `https://127.0.0.1:${port}`, instance_id: "inst-1", api_version: "v1alpha1", certificate_sha256: pin, certificate_pem: pem, credential_id: "cred-1", bearer: "b".repeat(43) };
+    const file = standIn("exits-after-reply", `reply(${JSON.stringify(reply)}); setTimeout(() => process.exit(0), 300);`);
+    try {
+      const error = await start(file, { maxRestarts: 0, connectTimeoutMs: 60_000 });
+      assert.ok(error instanceof SidecarError, String(error));
+      assert.equal(error.reason, Reason.SIDECAR_RESTARTS_EXHAUSTED);
+    } finally {
+      silent.close();
+    }
   });
 
   it("checks options before spawning anything", async () => {

@@ -53,12 +53,15 @@ pub(crate) fn run_view(r: &Run) -> Value {
 pub(crate) fn event_view(e: &RunEvent) -> Value {
     let mut view = json!({"run_id": e.run_id, "sequence": e.sequence});
     match &e.payload {
-        EventPayload::StatusChanged { previous, status } => {
+        EventPayload::StatusChanged {
+            previous_status,
+            status,
+        } => {
             view["kind"] = json!("status_changed");
-            view["previous_status"] = json!(previous.as_str());
+            view["previous_status"] = json!(previous_status.as_str());
             view["status"] = json!(status.as_str());
         }
-        EventPayload::OutputTextDelta { text } => {
+        EventPayload::OutputDelta { text } => {
             view["kind"] = json!("output_delta");
             view["text"] = json!(text);
         }
@@ -87,7 +90,7 @@ pub(crate) fn event_view(e: &RunEvent) -> Value {
             view["display_category"] = json!(display_category);
             view["phase"] = json!(phase.as_str());
         }
-        EventPayload::TerminalResult { status, .. } => {
+        EventPayload::RunTerminated { status, .. } => {
             view["kind"] = json!("terminated");
             view["terminal_status"] = json!(status.as_str());
         }

@@ -5,11 +5,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use futures_util::stream;
+use futures_util::{StreamExt, stream};
 use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 
+use super::faults::{Fault, FaultKind, Method};
 use super::script::{self, Step};
 use super::tools;
 use crate::backend::{Backend, BoxFuture, BoxStream, WatchedEvent};
@@ -20,6 +21,7 @@ use crate::model::{
     Run, RunEvent, RunFailure, RunMode, RunPage, RunResult, RunStatus, ServerInfo,
     ToolActivityPhase, capabilities,
 };
+use crate::status::{self, CallKind};
 use crate::{Code, Error, Kind, Result, reasons};
 
 const DEFAULT_PAGE_SIZE: usize = 50;
@@ -85,6 +87,8 @@ struct State {
     artifacts: HashMap<String, (Artifact, Arc<Vec<u8>>)>,
     tasks: Vec<JoinHandle<()>>,
     closed: bool,
+    /// Injected faults, oldest first; each is used by the next call it applies to.
+    faults: Vec<Fault>,
 }
 
 struct RunState {
@@ -124,6 +128,139 @@ impl EmbeddedRuntime {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Arms `fault` for the next call it applies to (see [`Fault`]); faults for the same
+    /// call are used in the order they were injected, one per call.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> colossus_sdk::Result<()> {
+    /// use colossus_sdk::embedded::{EmbeddedRuntime, Fault};
+    /// use colossus_sdk::{Client, model::*};
+    ///
+    /// let runtime = EmbeddedRuntime::new();
+    /// let client = Client::embedded(runtime.clone());
+    /// let run = client.runs().create(CreateRunRequest::text("hello")).await?.run;
+    /// runtime.inject(Fault::drop_watch(1)); // the watch reconnects and sees every event once
+    /// let ended = client.runs().wait(&run.run_id).await?;
+    /// assert_eq!(ended.status, RunStatus::Succeeded);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn inject(&self, fault: Fault) {
+        self.lock().faults.push(fault);
+    }
+
+    /// Takes the fault meant for this call of `method`: a `fail` or `rate_limit` fault is
+    /// its error, before anything is done; any other fault is returned to shape the call.
+    fn enter(&self, method: Method) -> Result<Option<Fault>> {
+        let fault = {
+            let mut state = self.lock();
+            let i = state.faults.iter().position(|f| f.method == method);
+            i.map(|i| state.faults.remove(i))
+        };
+        match fault {
+            Some(f) if matches!(f.kind, FaultKind::Fail | FaultKind::RateLimit) => {
+                Err(status::from_parts(
+                    f.code,
+                    f.reason.as_deref(),
+                    "injected fault",
+                    f.retry_delay,
+                    call_kind(method),
+                ))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+fn call_kind(method: Method) -> CallKind {
+    if method.is_mutation() {
+        CallKind::Mutation
+    } else {
+        CallKind::Read
+    }
+}
+
+/// A call that took effect, then lost its connection under an `unavailable_after_commit`
+/// fault.
+fn after_commit<T>(fault: Option<Fault>, method: Method, result: Result<T>) -> Result<T> {
+    match (fault, result) {
+        (Some(f), Ok(_)) if f.kind == FaultKind::AfterCommit => Err(status::from_parts(
+            Code::Unavailable,
+            None,
+            "connection lost after commit",
+            None,
+            call_kind(method),
+        )),
+        (_, result) => result,
+    }
+}
+
+/// A watch stream under a `drop_watch`, `gap` or `replay` fault, which strikes at the
+/// event of index `after_events` (counted from the first event this stream sends).
+fn faulty_watch(
+    inner: BoxStream<'static, Result<WatchedEvent>>,
+    fault: Fault,
+) -> BoxStream<'static, Result<WatchedEvent>> {
+    struct S {
+        inner: BoxStream<'static, Result<WatchedEvent>>,
+        fault: Fault,
+        index: usize,
+        first: Option<WatchedEvent>,
+        held: Option<WatchedEvent>,
+        dropped: bool,
+    }
+    let start = S {
+        inner,
+        fault,
+        index: 0,
+        first: None,
+        held: None,
+        dropped: false,
+    };
+    Box::pin(stream::unfold(start, |mut s| async move {
+        if s.dropped {
+            return None;
+        }
+        if let Some(held) = s.held.take() {
+            return Some((Ok(held), s));
+        }
+        loop {
+            let event = match s.inner.next().await? {
+                Ok(event) => event,
+                Err(e) => return Some((Err(e), s)),
+            };
+            let i = s.index;
+            s.index += 1;
+            if i == 0 {
+                s.first = Some(event.clone());
+            }
+            if i == s.fault.after_events {
+                match s.fault.kind {
+                    FaultKind::Drop => {
+                        s.dropped = true;
+                        let err = status::from_parts(
+                            Code::Unavailable,
+                            None,
+                            "connection dropped",
+                            None,
+                            CallKind::Read,
+                        );
+                        return Some((Err(err), s));
+                    }
+                    FaultKind::Gap => continue,
+                    FaultKind::Replay if i > 0 => {
+                        let first = s.first.clone().expect("the first event was kept");
+                        s.held = Some(event);
+                        return Some((Ok(first), s));
+                    }
+                    _ => {}
+                }
+            }
+            return Some((Ok(event), s));
+        }
+    }))
 }
 
 /// Builds an [`EmbeddedRuntime`].
@@ -365,7 +502,7 @@ impl EmbeddedRuntime {
             push(
                 rs,
                 EventPayload::StatusChanged {
-                    previous,
+                    previous_status: previous,
                     status: RunStatus::Cancelling,
                 },
             );
@@ -521,7 +658,7 @@ impl EmbeddedRuntime {
 fn push(rs: &mut RunState, payload: EventPayload) {
     let sequence = rs.events.len() as u64 + 1;
     let event = RunEvent::new(rs.run.run_id.clone(), sequence, payload);
-    rs.run.update_time = event.time;
+    rs.run.update_time = event.event_time;
     rs.run.last_sequence = sequence;
     rs.events.push(event);
     rs.published.send_replace(sequence);
@@ -564,7 +701,13 @@ impl Exec {
                 return Err(Stop::Cancelled);
             }
             let previous = rs.run.status;
-            push(rs, EventPayload::StatusChanged { previous, status });
+            push(
+                rs,
+                EventPayload::StatusChanged {
+                    previous_status: previous,
+                    status,
+                },
+            );
             rs.run.status = status;
             Ok(())
         })
@@ -580,7 +723,7 @@ impl Exec {
 
     fn say(&mut self, text: &str) -> Result<(), Stop> {
         self.output.push_str(text);
-        self.emit(EventPayload::OutputTextDelta {
+        self.emit(EventPayload::OutputDelta {
             text: text.to_owned(),
         })
     }
@@ -845,7 +988,7 @@ impl Exec {
             rs.pending = None;
             push(
                 rs,
-                EventPayload::TerminalResult {
+                EventPayload::RunTerminated {
                     status,
                     result: Some(result),
                 },
@@ -857,22 +1000,42 @@ impl Exec {
 impl Backend for EmbeddedRuntime {
     fn server_info(&self) -> BoxFuture<'_, Result<ServerInfo>> {
         let info = self.inner.info.clone();
-        Box::pin(async move { Ok(info) })
+        Box::pin(async move {
+            let fault = self.enter(Method::GetServerInfo)?;
+            after_commit(fault, Method::GetServerInfo, Ok(info))
+        })
     }
 
     fn create_run<'a>(
         &'a self,
         request: &'a CreateRunRequest,
     ) -> BoxFuture<'a, Result<CreateRunResult>> {
-        Box::pin(async move { self.create(request) })
+        Box::pin(async move {
+            let fault = self.enter(Method::CreateRun)?;
+            after_commit(fault, Method::CreateRun, self.create(request))
+        })
     }
 
     fn get_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Run>> {
-        Box::pin(async move { self.get(run_id) })
+        Box::pin(async move {
+            let fault = self.enter(Method::GetRun)?;
+            let mut run = self.get(run_id);
+            if let (Some(f), Ok(r)) = (&fault, &mut run)
+                && f.kind == FaultKind::NotStarted
+            {
+                r.status = RunStatus::Queued;
+                r.last_sequence = 0;
+                r.result = None;
+            }
+            after_commit(fault, Method::GetRun, run)
+        })
     }
 
     fn list_runs<'a>(&'a self, query: &'a ListRunsQuery) -> BoxFuture<'a, Result<RunPage>> {
-        Box::pin(async move { self.list(query) })
+        Box::pin(async move {
+            let fault = self.enter(Method::ListRuns)?;
+            after_commit(fault, Method::ListRuns, self.list(query))
+        })
     }
 
     fn watch_run<'a>(
@@ -880,11 +1043,23 @@ impl Backend for EmbeddedRuntime {
         run_id: &'a str,
         after_sequence: u64,
     ) -> BoxFuture<'a, Result<BoxStream<'static, Result<WatchedEvent>>>> {
-        Box::pin(async move { self.watch(run_id, after_sequence) })
+        Box::pin(async move {
+            match self.enter(Method::WatchRun)? {
+                Some(f)
+                    if matches!(f.kind, FaultKind::Drop | FaultKind::Gap | FaultKind::Replay) =>
+                {
+                    Ok(faulty_watch(self.watch(run_id, after_sequence)?, f))
+                }
+                fault => after_commit(fault, Method::WatchRun, self.watch(run_id, after_sequence)),
+            }
+        })
     }
 
     fn cancel_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Run>> {
-        Box::pin(async move { self.cancel(run_id) })
+        Box::pin(async move {
+            let fault = self.enter(Method::CancelRun)?;
+            after_commit(fault, Method::CancelRun, self.cancel(run_id))
+        })
     }
 
     fn respond<'a>(
@@ -893,7 +1068,11 @@ impl Backend for EmbeddedRuntime {
         interaction_id: &'a str,
         answer: &'a Answer,
     ) -> BoxFuture<'a, Result<Run>> {
-        Box::pin(async move { EmbeddedRuntime::respond(self, run_id, interaction_id, answer) })
+        Box::pin(async move {
+            let fault = self.enter(Method::RespondInteraction)?;
+            let result = EmbeddedRuntime::respond(self, run_id, interaction_id, answer);
+            after_commit(fault, Method::RespondInteraction, result)
+        })
     }
 
     fn upload_artifact<'a>(
@@ -901,14 +1080,20 @@ impl Backend for EmbeddedRuntime {
         manifest: &'a ArtifactManifest,
         data: &'a [u8],
     ) -> BoxFuture<'a, Result<Artifact>> {
-        Box::pin(async move { self.upload(manifest, data) })
+        Box::pin(async move {
+            let fault = self.enter(Method::UploadArtifact)?;
+            after_commit(fault, Method::UploadArtifact, self.upload(manifest, data))
+        })
     }
 
     fn download_artifact<'a>(
         &'a self,
         artifact_id: &'a str,
     ) -> BoxFuture<'a, Result<BoxStream<'static, Result<DownloadPart>>>> {
-        Box::pin(async move { self.download(artifact_id) })
+        Box::pin(async move {
+            let fault = self.enter(Method::DownloadArtifact)?;
+            after_commit(fault, Method::DownloadArtifact, self.download(artifact_id))
+        })
     }
 
     /// Stops every run task and ends every watch.

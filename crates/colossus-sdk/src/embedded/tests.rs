@@ -84,7 +84,7 @@ async fn a_script_with_a_prompt_and_an_approval_runs_to_the_end() {
                 });
                 assert_ne!(*action_class, ActionClass::Unspecified);
             }
-            EventPayload::TerminalResult { status, .. } => {
+            EventPayload::RunTerminated { status, .. } => {
                 assert_eq!(*status, RunStatus::Succeeded);
                 kinds.push("end");
             }

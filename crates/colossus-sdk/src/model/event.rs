@@ -15,7 +15,7 @@ pub struct RunEvent {
     /// Its position: exactly one more than the previous event's.
     pub sequence: u64,
     /// When it happened.
-    pub time: SystemTime,
+    pub event_time: SystemTime,
     /// What happened.
     pub payload: EventPayload,
 }
@@ -26,20 +26,20 @@ impl RunEvent {
         RunEvent {
             run_id: run_id.into(),
             sequence,
-            time: SystemTime::now(),
+            event_time: SystemTime::now(),
             payload,
         }
     }
 
     /// Whether this is the run's last event.
     pub fn is_terminal(&self) -> bool {
-        matches!(self.payload, EventPayload::TerminalResult { .. })
+        matches!(self.payload, EventPayload::RunTerminated { .. })
     }
 
     /// The text of an output delta, if this is one.
     pub fn output_text(&self) -> Option<&str> {
         match &self.payload {
-            EventPayload::OutputTextDelta { text } => Some(text),
+            EventPayload::OutputDelta { text } => Some(text),
             _ => None,
         }
     }
@@ -52,12 +52,12 @@ pub enum EventPayload {
     /// A status transition.
     StatusChanged {
         /// The status before.
-        previous: RunStatus,
+        previous_status: RunStatus,
         /// The status after.
         status: RunStatus,
     },
     /// A piece of output text.
-    OutputTextDelta {
+    OutputDelta {
         /// The text.
         text: String,
     },
@@ -84,7 +84,7 @@ pub enum EventPayload {
         phase: ToolActivityPhase,
     },
     /// The run's last event: its terminal status and result.
-    TerminalResult {
+    RunTerminated {
         /// The terminal status.
         status: RunStatus,
         /// The result.

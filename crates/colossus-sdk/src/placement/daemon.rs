@@ -91,6 +91,23 @@ impl DaemonOptions {
     /// Reads and cross-checks the discovery files against the provisioned identity (C1-C3)
     /// and returns where to connect. Nothing read here can change what is expected.
     pub(crate) fn target(&self) -> Result<Target> {
+        let target = self.check_files();
+        match &target {
+            Ok(t) => tracing::debug!(
+                endpoint = %t.addr,
+                instance_id = %t.instance_id,
+                "discovery files match the provisioned identity"
+            ),
+            Err(e) => tracing::warn!(
+                reason = e.reason().unwrap_or_default(),
+                dir = %self.public_api_dir.display(),
+                "discovery files refused"
+            ),
+        }
+        target
+    }
+
+    fn check_files(&self) -> Result<Target> {
         let dir = &self.public_api_dir;
         check_private_dir(
             dir,

@@ -28,7 +28,7 @@ use crate::{Code, Error, Kind, reasons};
 pub(crate) fn tls_config(pin: Pin, state: Arc<TrustState>) -> Arc<ClientConfig> {
     // builder_with_provider, not builder(): the process-wide default provider may be
     // unset or another one, and this choice must not depend on the application's.
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(super::provider::ring());
     let verifier = Arc::new(PinVerifier::new(pin, &provider, state));
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -81,6 +81,29 @@ fn unreachable(addr: SocketAddr) -> Error {
 /// `state` and returned as the typed error (a stalled handshake is `TLS_HANDSHAKE`); a
 /// plain TCP failure is `UNREACHABLE` and keeps its `io::Error` as the source.
 pub(crate) async fn connect(
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+    state: &TrustState,
+    timeout: Duration,
+) -> Result<Connection, Error> {
+    let result = connect_once(addr, config, state, timeout).await;
+    // Every connection, the first and each reconnect, passes here: one record per
+    // verdict. Nothing logged holds the bearer, which no connection step has seen.
+    match &result {
+        Ok(_) => tracing::debug!(%addr, "TLS 1.3 handshake verified against the pin"),
+        Err(e) if e.is(Kind::Trust) => tracing::warn!(
+            %addr,
+            reason = e.reason().unwrap_or_default(),
+            "trust check refused the worker's connection"
+        ),
+        Err(e) => {
+            tracing::debug!(%addr, reason = e.reason().unwrap_or_default(), "connection failed")
+        }
+    }
+    result
+}
+
+async fn connect_once(
     addr: SocketAddr,
     config: Arc<ClientConfig>,
     state: &TrustState,

@@ -4,6 +4,7 @@
 
 pub(crate) mod connector;
 mod probe;
+pub(crate) mod provider;
 mod server_info;
 pub(crate) mod verifier;
 
@@ -127,8 +128,22 @@ pub(crate) async fn open_session(
     })
     .await?;
     let bearer = load_bearer(credentials).await?;
+    tracing::debug!("bearer loaded from the credential provider after the trust checks");
     let info = server_info::fetch(&channel, &bearer, options, &trust).await?;
-    server_info::verify(&info, target)?;
+    if let Err(e) = server_info::verify(&info, target) {
+        tracing::warn!(
+            reason = e.reason().unwrap_or_default(),
+            instance_id = %info.instance_id,
+            "GetServerInfo does not match the expected worker"
+        );
+        return Err(e);
+    }
+    tracing::info!(
+        endpoint = %target.addr,
+        instance_id = %info.instance_id,
+        mode = ?info.deployment_mode,
+        "connected"
+    );
     let advertised = usize::try_from(info.limits.max_response_bytes).unwrap_or(usize::MAX);
     let max_response_bytes = match advertised {
         0 => options.max_response_bytes(),

@@ -67,7 +67,7 @@ impl ServerCertVerifier for StopAtCertificate {
 /// only after a TLS 1.3 handshake with it failed, so `true` means it speaks TLS 1.2 and
 /// not 1.3. `false` on any doubt (no answer, a timeout).
 pub(crate) async fn speaks_tls12(addr: SocketAddr, timeout: Duration) -> bool {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(super::provider::ring());
     let verifier = Arc::new(StopAtCertificate {
         reached: AtomicBool::new(false),
         schemes: provider

@@ -217,7 +217,7 @@ pub(crate) async fn listen_with(
     } else {
         &[&rustls::version::TLS13]
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(super::provider::ring());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
         .unwrap()
@@ -541,4 +541,41 @@ async fn a_connection_lost_mid_call_is_unavailable() {
     let err = call.await.unwrap().unwrap_err();
     assert!(err.is(Kind::Transport), "{err}");
     assert_eq!(err.code(), Some(crate::Code::Unavailable), "{err}");
+}
+
+#[tokio::test]
+async fn connect_checks_and_a_refused_reconnect_are_logged_without_the_bearer() {
+    let (logs, _guard) = crate::log_capture::capture();
+    let genuine = leaf();
+    let worker = listen(any_port(), &genuine, Behaviour::Genuine).await;
+    let addr = worker.addr;
+    let session = open_session(&target(addr, &genuine), &Counting::default(), &options())
+        .await
+        .unwrap();
+    get_run(&session).await.unwrap();
+    drop(worker);
+    let _hostile = listen(addr, &genuine, Behaviour::ForeignLeaf).await;
+    for _ in 0..20 {
+        match get_run(&session).await {
+            Err(e) if e.is(Kind::Trust) => break,
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let text = logs.text();
+    for expected in [
+        "TLS 1.3 handshake verified against the pin",
+        "bearer loaded from the credential provider after the trust checks",
+        "connected",
+        "trust check refused the worker's connection",
+        "PIN_MISMATCH",
+    ] {
+        assert!(text.contains(expected), "no {expected:?} in:\n{text}");
+    }
+    // Every target and level was captured (tonic, hyper and h2 included): none holds the
+    // bearer, nor its header.
+    assert!(!text.contains(BEARER), "the bearer was logged:\n{text}");
+    assert!(
+        !text.contains(&BEARER[4..20]),
+        "part of the bearer was logged"
+    );
 }

@@ -73,7 +73,7 @@ pub struct ReconnectInfo<'a> {
 /// let run = client.runs().create(CreateRunRequest::text("hello")).await?.run;
 /// let mut watch = client.runs().watch(&run.run_id);
 /// while let Some(event) = watch.next().await {
-///     if let EventPayload::OutputTextDelta { text } = event?.payload {
+///     if let EventPayload::OutputDelta { text } = event?.payload {
 ///         print!("{text}");
 ///     }
 /// }
@@ -309,7 +309,13 @@ impl Driver {
     /// A clean close: `Ok(true)` when GetRun proves the watch complete, `Ok(false)` after
     /// pausing to resume a still-running run.
     async fn reconcile(&mut self) -> Result<bool> {
-        let run = self.client.runs().get(self.core.run_id()).await?;
+        // The core, not GetRun's own check, judges a run other than the watched one: a
+        // clean close it contradicts is WATCH_RECONCILE_MISMATCH in every SDK.
+        let run = self
+            .client
+            .runs()
+            .read_run(self.core.run_id(), None)
+            .await?;
         match self.core.on_clean_close(&run)? {
             CloseAction::Complete => {
                 *self

@@ -15,6 +15,8 @@ use crate::{Client, Code, Error, Kind, Result, reasons};
 /// One item of a fake watch stream.
 enum Item {
     Event(u64, &'static str, bool),
+    /// An event rebuilt with the time of now (a backend that re-creates a replay).
+    Rebuilt(u64, &'static str),
     OtherRun(u64),
     Fail(Error),
     /// Never answers (for idle timeouts and drops).
@@ -38,17 +40,17 @@ impl Drop for DropFlag {
 
 fn event(seq: u64, text: &str, terminal: bool) -> RunEvent {
     let payload = if terminal {
-        EventPayload::TerminalResult {
+        EventPayload::RunTerminated {
             status: RunStatus::Succeeded,
             result: None,
         }
     } else {
-        EventPayload::OutputTextDelta {
+        EventPayload::OutputDelta {
             text: text.to_owned(),
         }
     };
     let mut e = RunEvent::new("r1", seq, payload);
-    e.time = std::time::SystemTime::UNIX_EPOCH;
+    e.event_time = std::time::SystemTime::UNIX_EPOCH;
     e
 }
 
@@ -101,6 +103,11 @@ impl Backend for Fake {
                     match item {
                         Item::Event(seq, text, terminal) => {
                             Ok(WatchedEvent::new(event(seq, text, terminal)))
+                        }
+                        Item::Rebuilt(seq, text) => {
+                            let mut e = event(seq, text, false);
+                            e.event_time = std::time::SystemTime::now();
+                            Ok(WatchedEvent::new(e))
                         }
                         Item::OtherRun(seq) => {
                             let mut e = event(seq, "x", false);
@@ -423,4 +430,33 @@ async fn a_resumed_watch_starts_after_the_given_cursor() {
     assert_eq!(watch.next().await.unwrap().unwrap().sequence, 5);
     assert!(watch.next().await.is_none());
     assert_eq!(*fake.opened_after.lock().unwrap(), vec![4]);
+}
+
+#[tokio::test]
+async fn a_clean_close_whose_get_run_names_another_run_is_a_reconcile_mismatch() {
+    // The same reason as the Go, Python and TypeScript watches (docs/requirements.md, S9):
+    // the clean close is what GetRun contradicts, not a malformed answer.
+    let mut other = Run::new("r2", RunStatus::Succeeded);
+    other.last_sequence = 1;
+    let (c, _) = client(vec![vec![Item::Event(1, "end", true)]], vec![Ok(other)]);
+    let err = drain(&c).await.1.unwrap();
+    assert!(err.is(Kind::ProtocolViolation));
+    assert_eq!(err.reason(), Some(reasons::WATCH_RECONCILE_MISMATCH));
+}
+
+#[tokio::test]
+async fn a_replay_a_backend_rebuilt_with_a_fresh_time_is_altered() {
+    // A custom backend's replay is compared on everything it hands over, its time too, as
+    // the gRPC backend compares every byte it received: a replay with another time is an
+    // altered one on every placement.
+    let (c, _) = client(
+        vec![
+            vec![Item::Event(1, "a", false), Item::Fail(unavailable())],
+            vec![Item::Rebuilt(1, "a")],
+        ],
+        vec![],
+    );
+    let (seen, err, _) = drain(&c).await;
+    assert_eq!(seen, vec![1]);
+    assert_eq!(err.unwrap().reason(), Some(reasons::WATCH_REPLAY_ALTERED));
 }

@@ -20,9 +20,11 @@ import {
   type Compression,
   type Serialization,
   type UniversalClientResponse,
+  validateReadWriteMaxBytes,
 } from "@connectrpc/connect/protocol";
-import { requestHeaderWithCompression, validateResponseWithCompression, validateTrailer } from "@connectrpc/connect/protocol-grpc";
-import { compressionBrotli, compressionGzip, createGrpcTransport, createNodeHttpClient, type Http2SessionManager } from "@connectrpc/connect-node";
+import { createTransport, requestHeaderWithCompression, validateResponseWithCompression, validateTrailer } from "@connectrpc/connect/protocol-grpc";
+import { compressionBrotli, compressionGzip, type Http2SessionManager } from "@connectrpc/connect-node";
+import { createHttp2Client } from "./http2-client.js";
 
 export interface GrpcTransportOptions {
   readonly baseUrl: string;
@@ -36,10 +38,20 @@ export interface GrpcTransportOptions {
 const COMPRESSED = 0b1;
 
 export function createGrpcStreamingTransport(options: GrpcTransportOptions): Transport {
-  const connect = createGrpcTransport({ ...options, interceptors: [...options.interceptors] });
-  const httpClient = createNodeHttpClient({ httpVersion: "2", sessionProvider: () => options.sessionManager });
+  // Every call, unary and streaming, reads its response through the SDK's own HTTP/2
+  // client (see http2-client.ts: connect-node's iterates streams Node may have closed).
+  const httpClient = createHttp2Client(options.sessionManager);
   // connect-node's default, so the request says what it always said.
   const acceptCompression = [compressionGzip, compressionBrotli];
+  const connect = createTransport({
+    httpClient,
+    baseUrl: options.baseUrl,
+    useBinaryFormat: true,
+    interceptors: [...options.interceptors],
+    acceptCompression,
+    sendCompression: null,
+    ...validateReadWriteMaxBytes(options.readMaxBytes, options.writeMaxBytes, undefined),
+  });
   const limits = { readMaxBytes: options.readMaxBytes, writeMaxBytes: options.writeMaxBytes };
   return {
     unary: connect.unary.bind(connect),

@@ -168,22 +168,35 @@ impl SidecarSessions {
     }
 
     /// The first start: a worker that dies while the client is still connecting is
-    /// restarted within the same budget.
+    /// restarted within the same budget. Only a transport failure (a refused or lost
+    /// connection) can be a dying worker's doing, so only then is its exit awaited; a
+    /// refusal (trust, compatibility, credential, a failed spawn or bootstrap) returns at
+    /// once.
     async fn first_session(&self) -> Result<()> {
         let mut current = self.current.lock().await;
         let mut result = self.start(&mut current).await;
         while let Err(e) = &result {
+            if !might_be_an_exit(e) {
+                break;
+            }
             let died = match &current.process {
                 Some(p) => p.exits_within(EXIT_NOTICE_GRACE).await,
                 None => false,
             };
-            if e.is(Kind::Sidecar) || !died {
+            if !died {
                 break;
             }
             result = self.restart(&mut current).await;
         }
         result.map(drop)
     }
+}
+
+/// Whether a failed connect may be the worker's exit: a transport failure. A trust,
+/// compatibility or credential refusal came from a live worker, and a sidecar error is
+/// the spawn or the bootstrap itself.
+fn might_be_an_exit(err: &Error) -> bool {
+    err.is(Kind::Transport) && !err.is(Kind::Sidecar)
 }
 
 impl SessionSource for SidecarSessions {

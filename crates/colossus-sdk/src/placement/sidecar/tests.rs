@@ -328,3 +328,73 @@ async fn a_worker_that_dies_while_the_client_connects_ends_the_connect_at_once()
     holder.abort();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A fake worker whose bootstrap reply (argv[1], JSON) is well formed; it notes when it
+/// replied (`replied` in the state folder, Unix seconds) and then stays alive.
+const REPLIES: &str = concat!(
+    "import json, os, struct, sys, time",
+    read_exact_py!(),
+    r#"request = json.loads(read_exact(3, struct.unpack(">I", read_exact(3, 4))[0]))
+body = sys.argv[1].encode()
+with open(os.path.join(request["state_dir"], "replied"), "w") as f:
+    f.write(repr(time.time()))
+os.write(4, struct.pack(">I", len(body)) + body)
+time.sleep(60)
+"#
+);
+
+#[tokio::test]
+async fn a_refused_connect_to_a_live_sidecar_returns_at_once() {
+    use crate::transport::tests::{BEARER, Behaviour, INSTANCE, leaf, listen};
+    use crate::trust::pin::Pin;
+    // A genuine bootstrap reply naming a listener that refuses TLS 1.3: a trust refusal
+    // from a live worker, which no exit explains, so nothing waits for one.
+    let genuine = leaf();
+    let listener = listen(
+        "127.0.0.1:0".parse().unwrap(),
+        &genuine,
+        Behaviour::Tls12Only,
+    )
+    .await;
+    let reply = serde_json::json!({
+        "version": 2,
+        "execution_boundary": "full_access",
+        "endpoint": format!("https://{}", listener.addr),
+        "instance_id": INSTANCE,
+        "credential_id": "cred_test",
+        "api_version": "v1alpha1",
+        "certificate_sha256": Pin::of_der(&genuine.der).to_hex(),
+        "certificate_pem": genuine.pem,
+        "bearer": BEARER,
+    })
+    .to_string();
+    let dir = state_dir("refused-connect");
+    let options = SidecarOptions::builder("python3", "app_test")
+        .extra_args(["-c", REPLIES, reply.as_str()])
+        .state_dir(&dir)
+        .startup_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let err = Client::start_sidecar(options).await.unwrap_err();
+    let returned = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(err.is(Kind::TlsPolicy), "{err}");
+    assert_eq!(err.reason(), Some(reasons::TLS_VERSION));
+    let replied: f64 = std::fs::read_to_string(dir.join("replied"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Before the fix the first start waited a whole second for an exit that never came.
+    assert!(
+        returned - replied < 0.9,
+        "the refusal took {:.3} s after the reply",
+        returned - replied
+    );
+    assert!(
+        listener.seen.requests().is_empty(),
+        "no request reached the refusing listener"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,184 @@
+//! The WatchRun codec: each received event with the exact bytes it arrived in.
+//!
+//! A watch compares a replayed event with the one it delivered (S1). prost drops the
+//! fields it does not know, so comparing a re-encoding of the decoded event would miss a
+//! replay that differs only in a field newer than this SDK. This codec decodes the
+//! `WatchRunResponse` as prost does and keeps, beside it, the bytes of its `event` field as
+//! received: those are what the watch compares.
+
+use prost::Message;
+use prost::bytes::Buf;
+use prost::encoding::{WireType, decode_key, decode_varint};
+use tonic::Status;
+use tonic::codec::{Codec, DecodeBuf, Decoder};
+use tonic_prost::ProstEncoder;
+
+use crate::proto;
+
+/// `WatchRunResponse.event`'s field number.
+const EVENT_FIELD: u32 = 1;
+
+/// One `WatchRunResponse` and the received encoding of its event.
+#[derive(Debug)]
+pub(crate) struct ReceivedEvent {
+    pub(crate) event: Option<proto::RunEvent>,
+    /// The bytes of the `event` field as they arrived (every occurrence, in order, as
+    /// protobuf merges repeated occurrences of a message field).
+    pub(crate) content: Vec<u8>,
+}
+
+/// The codec of `RunService.WatchRun`: prost's encoder for the request, [`ReceivedEvent`]
+/// for each response.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WatchCodec;
+
+impl Codec for WatchCodec {
+    type Encode = proto::WatchRunRequest;
+    type Decode = ReceivedEvent;
+    type Encoder = ProstEncoder<proto::WatchRunRequest>;
+    type Decoder = WatchDecoder;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ProstEncoder::default()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        WatchDecoder
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct WatchDecoder;
+
+impl Decoder for WatchDecoder {
+    type Item = ReceivedEvent;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<ReceivedEvent>, Status> {
+        let bytes = buf.copy_to_bytes(buf.remaining());
+        decode(&bytes).map(Some)
+    }
+}
+
+/// Decodes one `WatchRunResponse` message and picks out its event's received bytes.
+pub(crate) fn decode(message: &[u8]) -> Result<ReceivedEvent, Status> {
+    let decoded =
+        proto::WatchRunResponse::decode(message).map_err(|e| Status::internal(e.to_string()))?;
+    Ok(ReceivedEvent {
+        event: decoded.event,
+        content: event_bytes(message).map_err(Status::internal)?,
+    })
+}
+
+/// The payload bytes of every `event` field of a `WatchRunResponse`, in order; the other
+/// fields are skipped. Only called on a message prost has just decoded.
+fn event_bytes(mut message: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while message.has_remaining() {
+        let (field, wire) = decode_key(&mut message).map_err(|e| e.to_string())?;
+        match wire {
+            WireType::LengthDelimited => {
+                let len = usize::try_from(varint(&mut message)?)
+                    .map_err(|_| "length out of range".to_owned())?;
+                if len > message.len() {
+                    return Err("buffer underflow".into());
+                }
+                if field == EVENT_FIELD {
+                    out.extend_from_slice(&message[..len]);
+                }
+                message.advance(len);
+            }
+            WireType::Varint => {
+                varint(&mut message)?;
+            }
+            WireType::SixtyFourBit => skip(&mut message, 8)?,
+            WireType::ThirtyTwoBit => skip(&mut message, 4)?,
+            WireType::StartGroup | WireType::EndGroup => {
+                return Err("groups are not used by the contract".into());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn varint(message: &mut &[u8]) -> Result<u64, String> {
+    decode_varint(message).map_err(|e| e.to_string())
+}
+
+fn skip(message: &mut &[u8], n: usize) -> Result<(), String> {
+    if message.len() < n {
+        return Err("buffer underflow".into());
+    }
+    message.advance(n);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::encoding::{encode_key, encode_varint};
+
+    fn event(text: &str) -> proto::RunEvent {
+        proto::RunEvent {
+            run_id: "r1".into(),
+            sequence: 1,
+            event_time: None,
+            payload: Some(proto::run_event::Payload::OutputDelta(proto::OutputDelta {
+                text: text.into(),
+            })),
+        }
+    }
+
+    /// `WatchRunResponse { event }` whose event carries `extra` (an encoded field this SDK
+    /// does not know) after its known fields.
+    fn response(event: &proto::RunEvent, extra: &[u8]) -> Vec<u8> {
+        let mut inner = event.encode_to_vec();
+        inner.extend_from_slice(extra);
+        let mut out = Vec::new();
+        encode_key(EVENT_FIELD, WireType::LengthDelimited, &mut out);
+        encode_varint(inner.len() as u64, &mut out);
+        out.extend_from_slice(&inner);
+        out
+    }
+
+    /// Field 99 (unknown to every SDK today), a varint of `value`.
+    fn newer_field(value: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_key(99, WireType::Varint, &mut out);
+        encode_varint(value, &mut out);
+        out
+    }
+
+    #[test]
+    fn the_content_is_the_events_bytes_as_received() {
+        let e = event("hello");
+        let got = decode(&response(&e, &[])).unwrap();
+        assert_eq!(got.event.as_ref(), Some(&e));
+        assert_eq!(got.content, e.encode_to_vec());
+    }
+
+    #[test]
+    fn a_field_newer_than_the_sdk_is_part_of_the_content() {
+        // prost decodes both the same (the unknown field is dropped); the bytes differ,
+        // so a replay that changed only that field is WATCH_REPLAY_ALTERED.
+        let e = event("hello");
+        let first = decode(&response(&e, &newer_field(1))).unwrap();
+        let replay = decode(&response(&e, &newer_field(2))).unwrap();
+        assert_eq!(first.event, replay.event);
+        assert_ne!(first.content, replay.content);
+        assert_eq!(
+            first.event.unwrap().encode_to_vec(),
+            e.encode_to_vec(),
+            "a re-encoding would not have seen it"
+        );
+    }
+
+    #[test]
+    fn other_response_fields_are_skipped_and_garbage_is_refused() {
+        let e = event("x");
+        let mut message = newer_field(7);
+        message.extend(response(&e, &[]));
+        assert_eq!(decode(&message).unwrap().content, e.encode_to_vec());
+        assert!(decode(&[0x0a, 0x05, 0x01]).is_err(), "a truncated event");
+    }
+}
