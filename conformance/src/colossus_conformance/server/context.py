@@ -128,8 +128,17 @@ class CaseContext:
 
     async def list_page(self, api: Api, statuses: Sequence[int] = (), token: str = "",
                         page_size: int = 0) -> rs.ListRunsResponse:
+        """One page; waits out LIST_CONCURRENCY_LIMIT (W11 allows one listing per application at a
+        time, and cases sharing an application may list at once)."""
         request = rs.ListRunsRequest(statuses=list(statuses), page_token=token, page_size=page_size)
-        return await api.unary("RunService/ListRuns", request, rs.ListRunsResponse)
+        for _ in range(RATE_RETRIES):
+            try:
+                return await api.unary("RunService/ListRuns", request, rs.ListRunsResponse)
+            except RpcError as exc:
+                if exc.reason != "LIST_CONCURRENCY_LIMIT":
+                    raise
+                await asyncio.sleep(0.05)
+        raise RpcError(code="RESOURCE_EXHAUSTED", reason="LIST_CONCURRENCY_LIMIT", message="still limited")
 
     async def list_all(self, api: Api, statuses: Sequence[int] = ()) -> list[str]:
         """Every run ID of the listing, following tokens through short and empty pages."""
