@@ -19,7 +19,15 @@ from .results import (
     RunVerdict,
 )
 
-_SYMBOL = {PASS: "pass", FAIL: "FAIL", XFAIL: "xfail", XPASS: "XPASS", NOT_RUN: "NOT_RUN", SKIPPED: "skip", NOT_APPLICABLE: "n/a"}
+_SYMBOL = {
+    PASS: "pass",
+    FAIL: "FAIL",
+    XFAIL: "xfail",
+    XPASS: "XPASS",
+    NOT_RUN: "NOT_RUN",
+    SKIPPED: "skip",
+    NOT_APPLICABLE: "n/a",
+}
 
 
 def _sdks(results: list[CaseResult]) -> list[str]:

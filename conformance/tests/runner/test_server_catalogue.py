@@ -37,8 +37,15 @@ def test_select_takes_globs_and_prefixes() -> None:
 
 def test_cases_for_missing_capabilities_are_not_applicable_and_never_pass(tmp_path: Path) -> None:
     path = tmp_path / "w.json"
-    path.write_text(json.dumps({"worker": "bare", "capabilities": [],
-                                "daemon": {"start": ["w"], "enrol": ["w"], "scope": ["{scope}"]}}))
+    path.write_text(
+        json.dumps(
+            {
+                "worker": "bare",
+                "capabilities": [],
+                "daemon": {"start": ["w"], "enrol": ["w"], "scope": ["{scope}"]},
+            }
+        )
+    )
     manifest = load(path)
     by_id = {c.id: c for c in catalogue.load()}
     verdict = suite.not_runnable(manifest, by_id["server.durability.kill-and-settle"], None)
@@ -51,8 +58,15 @@ def test_cases_for_missing_capabilities_are_not_applicable_and_never_pass(tmp_pa
 
 def test_a_run_with_only_inapplicable_cases_starts_no_worker_and_is_not_ok(tmp_path: Path) -> None:
     path = tmp_path / "w.json"
-    path.write_text(json.dumps({"worker": "bare", "capabilities": [],
-                                "daemon": {"start": ["false"], "enrol": ["false"], "scope": ["{scope}"]}}))
+    path.write_text(
+        json.dumps(
+            {
+                "worker": "bare",
+                "capabilities": [],
+                "daemon": {"start": ["false"], "enrol": ["false"], "scope": ["{scope}"]},
+            }
+        )
+    )
     cases = catalogue.select(catalogue.load(), ["server.sidecar", "server.durability"])
     verdict = suite.run(load(path), cases, suite.Options(scratch=tmp_path, log_dir=tmp_path))
     assert {r.status for r in verdict.results} == {NOT_APPLICABLE}

@@ -9,7 +9,7 @@ import pytest
 
 from colossus_conformance.mutation import MutantListError
 from colossus_conformance.server import catalogue
-from colossus_conformance.server.mutation import expected_cases, load_list, markdown, Outcome, plant
+from colossus_conformance.server.mutation import Outcome, expected_cases, load_list, markdown, plant
 
 SUITE = Path(__file__).resolve().parents[2]
 LIST = SUITE / "mutants" / "worker.yaml"

@@ -53,8 +53,15 @@ class ServerCase:
 CATALOGUE: list[ServerCase] = []
 
 
-def case(case_id: str, requirements: Sequence[str], title: str, *, needs: Sequence[str] = (),
-         alone: bool = False, tool: str = "") -> Callable[[CaseFunction], CaseFunction]:
+def case(
+    case_id: str,
+    requirements: Sequence[str],
+    title: str,
+    *,
+    needs: Sequence[str] = (),
+    alone: bool = False,
+    tool: str = "",
+) -> Callable[[CaseFunction], CaseFunction]:
     """Registers the decorated coroutine function as the server case ``server.<case_id>``."""
 
     def register(function: CaseFunction) -> CaseFunction:
@@ -78,6 +85,10 @@ def select(cases: Iterable[ServerCase], patterns: Sequence[str]) -> list[ServerC
     """Cases matching any glob (or ID prefix) of ``patterns``; all when there are none."""
     if not patterns:
         return list(cases)
-    return [c for c in cases
-            if any(fnmatch.fnmatch(c.id, p) or c.id.startswith(p.rstrip(".") + ".") or c.id == p
-                   for p in patterns)]
+    return [
+        c
+        for c in cases
+        if any(
+            fnmatch.fnmatch(c.id, p) or c.id.startswith(p.rstrip(".") + ".") or c.id == p for p in patterns
+        )
+    ]

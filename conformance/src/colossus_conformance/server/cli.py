@@ -1,8 +1,8 @@
 """``colossus-conformance --worker MANIFEST``: the server catalogue against one worker.
 
-    colossus-conformance --worker workers/reference.json                 # every server case
-    colossus-conformance --worker workers/reference.json --list          # the catalogue
-    colossus-conformance --worker other.json --run 'server.watch.*' --h2spec /path/to/h2spec
+colossus-conformance --worker workers/reference.json                 # every server case
+colossus-conformance --worker workers/reference.json --list          # the catalogue
+colossus-conformance --worker other.json --run 'server.watch.*' --h2spec /path/to/h2spec
 """
 
 from __future__ import annotations
@@ -37,9 +37,14 @@ def main(args: argparse.Namespace, suite_dir: Path) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="colossus-server-") as scratch:
         options = suite.Options(
-            scratch=Path(scratch), log_dir=log_dir, h2spec=args.h2spec,
-            on_result=lambda r: print(f"[{r.sdk}] {r.status:<7} {r.case_id} ({r.seconds:.1f}s)"
-                                      + (f": {r.details[0]}" if r.details else ""), flush=True),
+            scratch=Path(scratch),
+            log_dir=log_dir,
+            h2spec=args.h2spec,
+            on_result=lambda r: print(
+                f"[{r.sdk}] {r.status:<7} {r.case_id} ({r.seconds:.1f}s)"
+                + (f": {r.details[0]}" if r.details else ""),
+                flush=True,
+            ),
         )
         verdict = suite.run(manifest, cases, options)
     wall = time.monotonic() - started
@@ -47,8 +52,10 @@ def main(args: argparse.Namespace, suite_dir: Path) -> int:
     print(report.console(verdict, wall))
     write(verdict, wall, results_dir)
     not_applicable = sum(1 for r in verdict.results if r.status == NOT_APPLICABLE)
-    print(f"server conformance of {manifest.name}: {not_applicable} case(s) not applicable; wrote "
-          f"{results_dir / 'server-matrix.md'} and {results_dir / 'server-junit.xml'}")
+    print(
+        f"server conformance of {manifest.name}: {not_applicable} case(s) not applicable; wrote "
+        f"{results_dir / 'server-matrix.md'} and {results_dir / 'server-junit.xml'}"
+    )
     return 0 if verdict.ok else 1
 
 

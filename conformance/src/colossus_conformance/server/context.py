@@ -22,10 +22,15 @@ from .daemon import DaemonWorker
 from .wire import Api, RawBytes, RpcError
 
 SCRIPT_HEADER = "colossus-script v1"
-TERMINAL = frozenset({
-    runs.RUN_STATUS_SUCCEEDED, runs.RUN_STATUS_FAILED, runs.RUN_STATUS_CANCELLED,
-    runs.RUN_STATUS_INTERRUPTED, runs.RUN_STATUS_OUTCOME_UNKNOWN,
-})
+TERMINAL = frozenset(
+    {
+        runs.RUN_STATUS_SUCCEEDED,
+        runs.RUN_STATUS_FAILED,
+        runs.RUN_STATUS_CANCELLED,
+        runs.RUN_STATUS_INTERRUPTED,
+        runs.RUN_STATUS_OUTCOME_UNKNOWN,
+    }
+)
 RATE_RETRIES = 20
 
 
@@ -101,10 +106,16 @@ class CaseContext:
 
     @staticmethod
     def request(text: str, key: str | None = None, **fields: Any) -> rs.CreateRunRequest:
-        return rs.CreateRunRequest(idempotency_key=key or CaseContext.key(), input=[runs.InputPart(text=text)],
-                                   mode=runs.RUN_MODE_EXECUTE, **fields)
+        return rs.CreateRunRequest(
+            idempotency_key=key or CaseContext.key(),
+            input=[runs.InputPart(text=text)],
+            mode=runs.RUN_MODE_EXECUTE,
+            **fields,
+        )
 
-    async def create(self, api: Api, text: str, key: str | None = None, **fields: Any) -> rs.CreateRunResponse:
+    async def create(
+        self, api: Api, text: str, key: str | None = None, **fields: Any
+    ) -> rs.CreateRunResponse:
         return await self.create_request(api, self.request(text, key, **fields))
 
     async def create_request(self, api: Api, request: rs.CreateRunRequest) -> rs.CreateRunResponse:
@@ -122,12 +133,14 @@ class CaseContext:
         return reply.run
 
     async def info(self, api: Api) -> system.ServerInfo:
-        reply = await api.unary("SystemService/GetServerInfo", system.GetServerInfoRequest(),
-                                system.GetServerInfoResponse)
+        reply = await api.unary(
+            "SystemService/GetServerInfo", system.GetServerInfoRequest(), system.GetServerInfoResponse
+        )
         return reply.server_info
 
-    async def list_page(self, api: Api, statuses: Sequence[int] = (), token: str = "",
-                        page_size: int = 0) -> rs.ListRunsResponse:
+    async def list_page(
+        self, api: Api, statuses: Sequence[int] = (), token: str = "", page_size: int = 0
+    ) -> rs.ListRunsResponse:
         """One page; waits out LIST_CONCURRENCY_LIMIT (W11 allows one listing per application at a
         time, and cases sharing an application may list at once)."""
         request = rs.ListRunsRequest(statuses=list(statuses), page_token=token, page_size=page_size)
@@ -152,15 +165,18 @@ class CaseContext:
                 return ids
         raise RpcError(code="NO_END", message="the listing never ended")
 
-    async def watch(self, api: Api, run_id: str, after: int = 0, limit: int | None = None,
-                    seconds: float = 15.0) -> Watched:
+    async def watch(
+        self, api: Api, run_id: str, after: int = 0, limit: int | None = None, seconds: float = 15.0
+    ) -> Watched:
         """Watches until the stream ends, ``limit`` events arrived, or ``seconds`` passed."""
         watched = Watched()
 
         async def collect() -> None:
             request = RawBytes(rs.WatchRunRequest(run_id=run_id, after_sequence=after).SerializeToString())
             try:
-                async for message in api.server_stream("RunService/WatchRun", request, RawBytes, timeout=seconds):
+                async for message in api.server_stream(
+                    "RunService/WatchRun", request, RawBytes, timeout=seconds
+                ):
                     watched.raw.append(message.data)
                     watched.events.append(rs.WatchRunResponse.FromString(message.data).event)
                     if limit is not None and len(watched.events) >= limit:

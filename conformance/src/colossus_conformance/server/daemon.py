@@ -25,8 +25,14 @@ STOP_SECONDS = 15.0
 class DaemonWorker:
     """A worker process on a private state folder and public API folder of its own."""
 
-    def __init__(self, manifest: WorkerManifest, name: str, scratch: Path, log_dir: Path,
-                 limits: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        manifest: WorkerManifest,
+        name: str,
+        scratch: Path,
+        log_dir: Path,
+        limits: Mapping[str, str] | None = None,
+    ):
         self.manifest = manifest
         self.name = name
         self.root = Path(tempfile.mkdtemp(prefix=f"server-{name}-", dir=scratch))
@@ -56,20 +62,27 @@ class DaemonWorker:
         argv = self.manifest.enrol_argv(self.state_dir, self.public_api_dir, application, scopes, write_fd)
         try:
             with open(self.log_path, "ab") as log:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                                        pass_fds=(write_fd,))
+                proc = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, pass_fds=(write_fd,)
+                )
         finally:
             os.close(write_fd)
         with os.fdopen(read_fd, "rb") as pipe:
             bearer = pipe.read(4096).decode("ascii", "replace").strip()
         out, _ = proc.communicate(timeout=START_SECONDS)
         if proc.returncode != 0 or not bearer:
-            raise WorkerError(f"enrolment of {application} failed (exit {proc.returncode}); see {self.log_path}")
+            raise WorkerError(
+                f"enrolment of {application} failed (exit {proc.returncode}); see {self.log_path}"
+            )
         try:
             info = json.loads(out.decode().strip().splitlines()[-1])
-            return Enrolment(application_id=application, credential_id=info["credential_id"],
-                             instance_id=info["instance_id"], certificate_sha256=info["certificate_sha256"],
-                             bearer=bearer)
+            return Enrolment(
+                application_id=application,
+                credential_id=info["credential_id"],
+                instance_id=info["instance_id"],
+                certificate_sha256=info["certificate_sha256"],
+                bearer=bearer,
+            )
         except (ValueError, IndexError, KeyError) as exc:
             raise WorkerError(f"enrolment of {application}: no JSON line with the identity ({exc})") from exc
 
@@ -81,8 +94,9 @@ class DaemonWorker:
         with open(self.log_path, "ab") as log:
             log.write(f"== start {' '.join(argv)}\n".encode())
             log.flush()
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -90,8 +104,9 @@ class DaemonWorker:
                 self.proc = None
                 raise WorkerError(f"worker {self.name} exited with {code}; see {self.log_path}")
             descriptor = self.descriptor()
-            if descriptor.get("pid") == self.proc.pid and isinstance(descriptor.get("endpoint"), str):
-                self.endpoint = descriptor["endpoint"]
+            endpoint = descriptor.get("endpoint")
+            if descriptor.get("pid") == self.proc.pid and isinstance(endpoint, str):
+                self.endpoint = endpoint
                 self.starts += 1
                 return
             time.sleep(0.05)

@@ -26,37 +26,62 @@ import jsonschema
 import yaml
 
 from ..mutation import Edit, MutantListError
-from ..results import FAIL, PASS
+from ..results import FAIL
 from . import catalogue, suite
 from .catalogue import ServerCase
 from .manifest import load as load_manifest
 
-AREAS = ("watch", "idempotency", "pagination", "auth", "trust", "interactions", "limits", "artifacts",
-         "durability")
+AREAS = (
+    "watch",
+    "idempotency",
+    "pagination",
+    "auth",
+    "trust",
+    "interactions",
+    "limits",
+    "artifacts",
+    "durability",
+)
 _EDIT = {
-    "type": "object", "required": ["file", "find", "replace"], "additionalProperties": False,
-    "properties": {"file": {"type": "string"}, "find": {"type": "string", "minLength": 1},
-                   "replace": {"type": "string"}, "occurrence": {"type": "integer", "minimum": 1}},
+    "type": "object",
+    "required": ["file", "find", "replace"],
+    "additionalProperties": False,
+    "properties": {
+        "file": {"type": "string"},
+        "find": {"type": "string", "minLength": 1},
+        "replace": {"type": "string"},
+        "occurrence": {"type": "integer", "minimum": 1},
+    },
 }
 SCHEMA: dict[str, Any] = {
-    "type": "object", "required": ["worker", "source", "mutants"], "additionalProperties": False,
+    "type": "object",
+    "required": ["worker", "source", "mutants"],
+    "additionalProperties": False,
     "properties": {
         "worker": {"type": "string"},
         "source": {"type": "string"},
-        "mutants": {"type": "array", "minItems": 1, "items": {
-            "type": "object", "required": ["id", "area", "requirements", "title", "edits", "expect"],
-            "additionalProperties": False,
-            "properties": {
-                "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
-                "area": {"enum": list(AREAS)},
-                "requirements": {"type": "array", "items": {"type": "string", "pattern": "^W[0-9]+$"},
-                                 "minItems": 1},
-                "title": {"type": "string", "minLength": 1},
-                "edits": {"type": "array", "minItems": 1, "items": _EDIT},
-                "expect": {"type": "array", "minItems": 1, "items": {"type": "string"}},
-                "survivor_reason": {"type": "string"},
+        "mutants": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["id", "area", "requirements", "title", "edits", "expect"],
+                "additionalProperties": False,
+                "properties": {
+                    "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
+                    "area": {"enum": list(AREAS)},
+                    "requirements": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": "^W[0-9]+$"},
+                        "minItems": 1,
+                    },
+                    "title": {"type": "string", "minLength": 1},
+                    "edits": {"type": "array", "minItems": 1, "items": _EDIT},
+                    "expect": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                    "survivor_reason": {"type": "string"},
+                },
             },
-        }},
+        },
     },
 }
 
@@ -93,8 +118,17 @@ def load_list(path: Path) -> tuple[str, list[WorkerMutant]]:
             raise MutantListError(f"{path.name}: mutant {raw['id']} listed twice")
         seen.add(raw["id"])
         edits = tuple(Edit(e["file"], e["find"], e["replace"], e.get("occurrence")) for e in raw["edits"])
-        mutants.append(WorkerMutant(raw["id"], raw["area"], tuple(raw["requirements"]), raw["title"], edits,
-                                    tuple(raw["expect"]), raw.get("survivor_reason", "")))
+        mutants.append(
+            WorkerMutant(
+                raw["id"],
+                raw["area"],
+                tuple(raw["requirements"]),
+                raw["title"],
+                edits,
+                tuple(raw["expect"]),
+                raw.get("survivor_reason", ""),
+            )
+        )
     return data["source"], mutants
 
 
@@ -123,14 +157,22 @@ def _failures(manifest: Any, cases: list[ServerCase], options: suite.Options, pa
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = previous
-    failed = {r.case_id: (r.details[0] if r.details else r.status) for r in verdict.results if r.status == FAIL}
+    failed = {
+        r.case_id: (r.details[0] if r.details else r.status) for r in verdict.results if r.status == FAIL
+    }
     if verdict.problems:
         failed["(worker)"] = "; ".join(verdict.problems)
     return failed
 
 
-def run_mutant(manifest: Any, mutant: WorkerMutant, cases: list[ServerCase], baseline: set[str],
-               snapshot: Path, options: suite.Options) -> Outcome:
+def run_mutant(
+    manifest: Any,
+    mutant: WorkerMutant,
+    cases: list[ServerCase],
+    baseline: set[str],
+    snapshot: Path,
+    options: suite.Options,
+) -> Outcome:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"m-{mutant.id}-", dir=options.scratch) as copy:
         path = plant(snapshot, Path(copy), mutant)
@@ -139,7 +181,9 @@ def run_mutant(manifest: Any, mutant: WorkerMutant, cases: list[ServerCase], bas
         for batch in (first, rest):
             failed = {k: v for k, v in _failures(manifest, batch, options, path).items() if k not in baseline}
             if failed:
-                case_id = next(c.id for c in batch if c.id in failed) if set(failed) - {"(worker)"} else "(worker)"
+                case_id = (
+                    next(c.id for c in batch if c.id in failed) if set(failed) - {"(worker)"} else "(worker)"
+                )
                 return Outcome(mutant, case_id, time.monotonic() - started, failed[case_id])
     return Outcome(mutant, "", time.monotonic() - started)
 
@@ -147,20 +191,33 @@ def run_mutant(manifest: Any, mutant: WorkerMutant, cases: list[ServerCase], bas
 def markdown(outcomes: list[Outcome], baseline: set[str], seconds: float) -> str:
     killed = [o for o in outcomes if o.killed_by]
     rate = len(killed) / len(outcomes) if outcomes else 0.0
-    out = ["# Worker mutants", "", f"Kill rate: **{len(killed)}/{len(outcomes)} ({rate:.0%})** in {seconds:.0f} s.", ""]
+    out = [
+        "# Worker mutants",
+        "",
+        f"Kill rate: **{len(killed)}/{len(outcomes)} ({rate:.0%})** in {seconds:.0f} s.",
+        "",
+    ]
     if baseline:
         out += [f"Cases failing without any mutant (never counted): {', '.join(sorted(baseline))}.", ""]
     out += ["| mutant | area | requirements | killed by |", "|---|---|---|---|"]
     for o in outcomes:
-        verdict = f"`{o.killed_by}`" if o.killed_by else f"SURVIVED: {o.mutant.survivor_reason or 'no reason given'}"
+        verdict = (
+            f"`{o.killed_by}`"
+            if o.killed_by
+            else f"SURVIVED: {o.mutant.survivor_reason or 'no reason given'}"
+        )
         out.append(f"| `{o.mutant.id}` | {o.mutant.area} | {', '.join(o.mutant.requirements)} | {verdict} |")
     return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="colossus_conformance.server.mutation", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="colossus_conformance.server.mutation", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--suite-dir", type=Path, required=True)
-    parser.add_argument("--worker", type=Path, required=True, help="the manifest of the worker the list mutates")
+    parser.add_argument(
+        "--worker", type=Path, required=True, help="the manifest of the worker the list mutates"
+    )
     parser.add_argument("--list", type=Path, help="the mutant list (default: <suite>/mutants/worker.yaml)")
     parser.add_argument("--mutant", action="append", default=[], help="run only these mutants (globs)")
     parser.add_argument("--check", action="store_true", help="only check that every mutant applies")
@@ -208,8 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     killed = sum(1 for o in outcomes if o.killed_by)
     rate = killed / len(outcomes) if outcomes else 0.0
     (results_dir / "server-mutants.md").write_text(markdown(outcomes, baseline, seconds))
-    print(f"worker mutants: {killed}/{len(outcomes)} killed, kill rate {rate:.0%} in {seconds:.0f} s; "
-          f"wrote {results_dir / 'server-mutants.md'}")
+    print(
+        f"worker mutants: {killed}/{len(outcomes)} killed, kill rate {rate:.0%} in {seconds:.0f} s; "
+        f"wrote {results_dir / 'server-mutants.md'}"
+    )
     for o in outcomes:
         if not o.killed_by:
             print(f"  survivor {o.mutant.id}: {o.mutant.survivor_reason or 'no reason given'}")

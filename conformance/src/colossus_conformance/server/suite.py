@@ -53,11 +53,25 @@ class Options:
     on_result: Callable[[CaseResult], None] | None = None
 
 
-def _result(manifest: WorkerManifest, case: ServerCase, status: str, seconds: float = 0.0,
-            details: Sequence[str] = (), reason: str = "") -> CaseResult:
-    return CaseResult(sdk=manifest.name, case_id=case.id, group=case.group, level="REQUIRED", status=status,
-                      seconds=seconds, details=list(details), reason=reason,
-                      requirements=", ".join(case.requirements))
+def _result(
+    manifest: WorkerManifest,
+    case: ServerCase,
+    status: str,
+    seconds: float = 0.0,
+    details: Sequence[str] = (),
+    reason: str = "",
+) -> CaseResult:
+    return CaseResult(
+        sdk=manifest.name,
+        case_id=case.id,
+        group=case.group,
+        level="REQUIRED",
+        status=status,
+        seconds=seconds,
+        details=list(details),
+        reason=reason,
+        requirements=", ".join(case.requirements),
+    )
 
 
 def not_runnable(manifest: WorkerManifest, case: ServerCase, h2spec: str | None) -> CaseResult | None:
@@ -70,7 +84,9 @@ def not_runnable(manifest: WorkerManifest, case: ServerCase, h2spec: str | None)
     return None
 
 
-async def run_case(manifest: WorkerManifest, case: ServerCase, worker: DaemonWorker, h2spec: str | None) -> CaseResult:
+async def run_case(
+    manifest: WorkerManifest, case: ServerCase, worker: DaemonWorker, h2spec: str | None
+) -> CaseResult:
     ctx = CaseContext(worker, h2spec)
     started = time.monotonic()
     try:
@@ -80,7 +96,7 @@ async def run_case(manifest: WorkerManifest, case: ServerCase, worker: DaemonWor
         status, details = FAIL, [str(exc)]
     except asyncio.TimeoutError:
         status, details = FAIL, [f"no verdict within {CASE_SECONDS:.0f} s"]
-    except Exception as exc:  # noqa: BLE001 - any other error is the case's failure, with its trace
+    except Exception as exc:
         status, details = FAIL, [f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=3)]
     finally:
         ctx.close()
@@ -96,8 +112,13 @@ def _prepare(worker: DaemonWorker, applications: dict[str, tuple[str, ...]]) -> 
     return worker
 
 
-async def _run_all(manifest: WorkerManifest, shared: list[ServerCase], alone: list[ServerCase],
-                   workers: dict[str, DaemonWorker], options: Options) -> list[CaseResult]:
+async def _run_all(
+    manifest: WorkerManifest,
+    shared: list[ServerCase],
+    alone: list[ServerCase],
+    workers: dict[str, DaemonWorker],
+    options: Options,
+) -> list[CaseResult]:
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(case: ServerCase, worker: DaemonWorker) -> CaseResult:
@@ -118,9 +139,10 @@ async def _run_all(manifest: WorkerManifest, shared: list[ServerCase], alone: li
                 options.on_result(results[-1])
         return results
 
-    tasks = [one(c, workers["shared"]) for c in shared]
-    gathered = await asyncio.gather(serially(), *tasks)
-    return [*gathered[1:], *gathered[0]]  # type: ignore[list-item]
+    alone_results, shared_results = await asyncio.gather(
+        serially(), asyncio.gather(*(one(c, workers["shared"]) for c in shared))
+    )
+    return [*shared_results, *alone_results]
 
 
 def run(manifest: WorkerManifest, cases: list[ServerCase], options: Options) -> RunVerdict:
@@ -138,11 +160,15 @@ def run(manifest: WorkerManifest, cases: list[ServerCase], options: Options) -> 
     limits = SHARED_LIMITS if manifest.has("limits.configurable") else {}
     plans = {}
     if shared:
-        plans["shared"] = (DaemonWorker(manifest, "shared", options.scratch, options.log_dir, limits),
-                           SHARED_APPLICATIONS)
+        plans["shared"] = (
+            DaemonWorker(manifest, "shared", options.scratch, options.log_dir, limits),
+            SHARED_APPLICATIONS,
+        )
     if alone:
-        plans["lifecycle"] = (DaemonWorker(manifest, "lifecycle", options.scratch, options.log_dir),
-                              LIFECYCLE_APPLICATIONS)
+        plans["lifecycle"] = (
+            DaemonWorker(manifest, "lifecycle", options.scratch, options.log_dir),
+            LIFECYCLE_APPLICATIONS,
+        )
     problems: list[str] = []
     workers: dict[str, DaemonWorker] = {}
     try:

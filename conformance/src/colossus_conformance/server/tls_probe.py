@@ -40,15 +40,23 @@ def _context(minimum: ssl.TLSVersion, maximum: ssl.TLSVersion, alpn: list[str] |
     return context
 
 
-def handshake(host: str, port: int, *, maximum: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
-              minimum: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2, alpn: list[str] | None = None,
-              wait_for_close: bool = False) -> Handshake:
+def handshake(
+    host: str,
+    port: int,
+    *,
+    maximum: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3,
+    minimum: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2,
+    alpn: list[str] | None = None,
+    wait_for_close: bool = False,
+) -> Handshake:
     """Connects once; ``wait_for_close`` also reports whether the server then hangs up."""
     context = _context(minimum, maximum, ["h2"] if alpn is None else alpn)
     try:
-        with socket.create_connection((host, port), timeout=SECONDS) as raw, \
-                context.wrap_socket(raw, server_hostname=host) as tls:
-            chain = tls._sslobj.get_unverified_chain() or []  # type: ignore[union-attr]
+        with (
+            socket.create_connection((host, port), timeout=SECONDS) as raw,
+            context.wrap_socket(raw, server_hostname=host) as tls,
+        ):
+            chain = tls._sslobj.get_unverified_chain() or []  # type: ignore[attr-defined]
             leaf = tls.getpeercert(binary_form=True) or b""
             closed = False
             if wait_for_close:
@@ -59,8 +67,12 @@ def handshake(host: str, port: int, *, maximum: ssl.TLSVersion = ssl.TLSVersion.
                     closed = False
                 except (ssl.SSLError, OSError):
                     closed = True
-            return Handshake(version=tls.version() or "", alpn=tls.selected_alpn_protocol(),
-                             certificates=len(chain), leaf_sha256=hashlib.sha256(leaf).hexdigest(),
-                             closed_after_handshake=closed)
+            return Handshake(
+                version=tls.version() or "",
+                alpn=tls.selected_alpn_protocol(),
+                certificates=len(chain),
+                leaf_sha256=hashlib.sha256(leaf).hexdigest(),
+                closed_after_handshake=closed,
+            )
     except (ssl.SSLError, OSError) as exc:
         return Handshake(error=f"{type(exc).__name__}: {exc}")

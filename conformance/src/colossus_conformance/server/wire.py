@@ -68,11 +68,11 @@ class RawBytes:
     def __init__(self, data: bytes = b""):
         self.data = data
 
-    def SerializeToString(self) -> bytes:  # noqa: N802 - the protobuf codec's name
+    def SerializeToString(self) -> bytes:
         return self.data
 
     @classmethod
-    def FromString(cls, data: bytes) -> RawBytes:  # noqa: N802
+    def FromString(cls, data: bytes) -> RawBytes:
         return cls(data)
 
 
@@ -107,12 +107,24 @@ class Api:
         base = [("authorization", f"Bearer {self.bearer}")] if self.bearer is not None else []
         return [*base, *extra]
 
-    async def unary(self, method: str, request: Message | RawBytes, reply: type[T],
-                    metadata: Sequence[tuple[str, str]] = (), timeout: float = CALL_SECONDS) -> T:
+    async def unary(
+        self,
+        method: str,
+        request: Message | RawBytes,
+        reply: type[T],
+        metadata: Sequence[tuple[str, str]] = (),
+        timeout: float = CALL_SECONDS,
+    ) -> T:
         """``method`` is ``Service/Method``; raises ``RpcError`` for any non-OK status."""
         try:
-            async with self.channel.request(PACKAGE + method, Cardinality.UNARY_UNARY, type(request), reply,
-                                            timeout=timeout, metadata=self._metadata(metadata)) as stream:
+            async with self.channel.request(
+                PACKAGE + method,
+                Cardinality.UNARY_UNARY,
+                type(request),
+                reply,
+                timeout=timeout,
+                metadata=self._metadata(metadata),
+            ) as stream:
                 await stream.send_message(request, end=True)
                 answer = await stream.recv_message()
                 await stream.recv_trailing_metadata()
@@ -122,12 +134,19 @@ class Api:
             raise RpcError(code="NO_MESSAGE", message="OK without a response message")
         return answer
 
-    async def server_stream(self, method: str, request: Message | RawBytes, reply: type[T],
-                            timeout: float = CALL_SECONDS) -> AsyncIterator[T]:
+    async def server_stream(
+        self, method: str, request: Message | RawBytes, reply: type[T], timeout: float = CALL_SECONDS
+    ) -> AsyncIterator[T]:
         """Yields each message; a non-OK status at the end raises ``RpcError``."""
         try:
-            async with self.channel.request(PACKAGE + method, Cardinality.UNARY_STREAM, type(request), reply,
-                                            timeout=timeout, metadata=self._metadata()) as stream:
+            async with self.channel.request(
+                PACKAGE + method,
+                Cardinality.UNARY_STREAM,
+                type(request),
+                reply,
+                timeout=timeout,
+                metadata=self._metadata(),
+            ) as stream:
                 await stream.send_message(request, end=True)
                 async for message in stream:
                     yield message
@@ -135,13 +154,20 @@ class Api:
         except (GRPCError, StreamTerminatedError) as exc:
             raise error_from(exc) from None
 
-    async def client_stream(self, method: str, requests: Sequence[Message], reply: type[T],
-                            timeout: float = CALL_SECONDS) -> T:
+    async def client_stream(
+        self, method: str, requests: Sequence[Message], reply: type[T], timeout: float = CALL_SECONDS
+    ) -> T:
         """Sends every request, then half-closes; raises ``RpcError`` for a non-OK status."""
         request_type = type(requests[0])
         try:
-            async with self.channel.request(PACKAGE + method, Cardinality.STREAM_UNARY, request_type, reply,
-                                            timeout=timeout, metadata=self._metadata()) as stream:
+            async with self.channel.request(
+                PACKAGE + method,
+                Cardinality.STREAM_UNARY,
+                request_type,
+                reply,
+                timeout=timeout,
+                metadata=self._metadata(),
+            ) as stream:
                 for request in requests:
                     await stream.send_message(request)
                 await stream.end()

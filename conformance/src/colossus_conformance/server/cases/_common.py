@@ -8,7 +8,9 @@ from ..wire import RpcError
 NEVER = frozenset({"INTERNAL", "UNKNOWN", "OK"})
 
 
-def expect_error(error: RpcError | None, code: str, reason: str | None = None, what: str = "the call") -> RpcError:
+def expect_error(
+    error: RpcError | None, code: str, reason: str | None = None, what: str = "the call"
+) -> RpcError:
     """The call failed with exactly this status code (and ErrorInfo reason, when given)."""
     if error is None:
         raise CaseFailed(f"{what} succeeded; want {code}" + (f"/{reason}" if reason else ""))

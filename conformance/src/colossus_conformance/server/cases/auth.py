@@ -25,14 +25,19 @@ async def unknown(ctx: CaseContext) -> None:
     expect_error(error, "UNAUTHENTICATED", "CREDENTIAL_INVALID", "ListRuns")
 
 
-@case("auth.bearer-must-match-exactly", ["W4"],
-      "the issued bearer with its last character changed, or one character more, is refused")
+@case(
+    "auth.bearer-must-match-exactly",
+    ["W4"],
+    "the issued bearer with its last character changed, or one character more, is refused",
+)
 async def bearer_exact(ctx: CaseContext) -> None:
     bearer = ctx.worker.enrolments["alpha"].bearer
     changed = bearer[:-1] + ("A" if bearer[-1] != "A" else "B")
     for variant in (changed, bearer + "A"):
         error = await refused(ctx.list_page(ctx.api_with(variant)))
-        expect(error is not None and error.code == "UNAUTHENTICATED", f"an altered bearer was accepted ({error})")
+        expect(
+            error is not None and error.code == "UNAUTHENTICATED", f"an altered bearer was accepted ({error})"
+        )
 
 
 @case("auth.scheme-in-any-case", ["W4"], "the scheme name is read in any case: `bearer` works as `Bearer`")
@@ -49,7 +54,9 @@ async def create_scope(ctx: CaseContext) -> None:
     expect_error(error, "PERMISSION_DENIED", "SCOPE_MISSING", "CreateRun by runs:read only")
 
 
-@case("auth.reads-need-runs-read", ["W3", "W4"], "GetRun, ListRuns and WatchRun of one's own run need runs:read")
+@case(
+    "auth.reads-need-runs-read", ["W3", "W4"], "GetRun, ListRuns and WatchRun of one's own run need runs:read"
+)
 async def read_scope(ctx: CaseContext) -> None:
     api = ctx.api("writer")
     run = (await ctx.create(api, script("say hi"))).run
@@ -64,53 +71,78 @@ async def read_scope(ctx: CaseContext) -> None:
 async def cancel_scope(ctx: CaseContext) -> None:
     api = ctx.api("prompter")
     run = (await ctx.create(api, script("sleep 3000"))).run
-    error = await refused(api.unary("RunService/CancelRun", rs.CancelRunRequest(run_id=run.run_id),
-                                    rs.CancelRunResponse))
+    error = await refused(
+        api.unary("RunService/CancelRun", rs.CancelRunRequest(run_id=run.run_id), rs.CancelRunResponse)
+    )
     expect_error(error, "PERMISSION_DENIED", "SCOPE_MISSING", "CancelRun by a grant without runs:control")
 
 
-@case("auth.prompt-needs-prompts-respond", ["W3", "W4", "W10"],
-      "answering a prompt needs prompts:respond, even with approvals:respond")
+@case(
+    "auth.prompt-needs-prompts-respond",
+    ["W3", "W4", "W10"],
+    "answering a prompt needs prompts:respond, even with approvals:respond",
+)
 async def prompt_scope(ctx: CaseContext) -> None:
     api = ctx.api("approver")
     run = (await ctx.create(api, script("ask Go? | yes | no"))).run
     pending = (await ctx.wait_status(api, run.run_id, runs.RUN_STATUS_WAITING_FOR_INPUT)).pending_interaction
     expect(pending.WhichOneof("kind") == "prompt", "no pending prompt")
-    answer = rs.RespondInteractionRequest(run_id=run.run_id, interaction_id=pending.interaction_id,
-                                          prompt=rs.PromptAnswer(choice="yes"))
+    answer = rs.RespondInteractionRequest(
+        run_id=run.run_id, interaction_id=pending.interaction_id, prompt=rs.PromptAnswer(choice="yes")
+    )
     error = await refused(api.unary("RunService/RespondInteraction", answer, rs.RespondInteractionResponse))
     expect_error(error, "PERMISSION_DENIED", "SCOPE_MISSING", "answering a prompt without prompts:respond")
 
 
-@case("auth.approval-needs-approvals-respond", ["W3", "W4", "W10"],
-      "answering an approval needs approvals:respond, even with prompts:respond")
+@case(
+    "auth.approval-needs-approvals-respond",
+    ["W3", "W4", "W10"],
+    "answering an approval needs approvals:respond, even with prompts:respond",
+)
 async def approval_scope(ctx: CaseContext) -> None:
     api = ctx.api("prompter")
     run = (await ctx.create(api, script("approve shell.run"))).run
     pending = (await ctx.wait_status(api, run.run_id, runs.RUN_STATUS_WAITING_FOR_INPUT)).pending_interaction
     expect(pending.WhichOneof("kind") == "approval", "no pending approval")
     answer = rs.RespondInteractionRequest(
-        run_id=run.run_id, interaction_id=pending.interaction_id,
-        approval=rs.ApprovalAnswer(binding=pending.approval.binding, decision=rs.APPROVAL_DECISION_APPROVE))
+        run_id=run.run_id,
+        interaction_id=pending.interaction_id,
+        approval=rs.ApprovalAnswer(binding=pending.approval.binding, decision=rs.APPROVAL_DECISION_APPROVE),
+    )
     error = await refused(api.unary("RunService/RespondInteraction", answer, rs.RespondInteractionResponse))
-    expect_error(error, "PERMISSION_DENIED", "SCOPE_MISSING", "answering an approval without approvals:respond")
+    expect_error(
+        error, "PERMISSION_DENIED", "SCOPE_MISSING", "answering an approval without approvals:respond"
+    )
 
 
-@case("auth.artifacts-need-their-scopes", ["W3", "W4"],
-      "UploadArtifact needs artifacts:write and DownloadArtifact artifacts:read", needs=["artifacts"])
+@case(
+    "auth.artifacts-need-their-scopes",
+    ["W3", "W4"],
+    "UploadArtifact needs artifacts:write and DownloadArtifact artifacts:read",
+    needs=["artifacts"],
+)
 async def artifact_scopes(ctx: CaseContext) -> None:
     api = ctx.api("prompter")
-    manifest = art.ArtifactManifest(media_type="text/plain", size_bytes=0,
-                                     sha256="e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-    error = await refused(api.client_stream("ArtifactService/UploadArtifact",
-                                            [art.UploadArtifactRequest(manifest=manifest)], art.UploadArtifactResponse))
+    manifest = art.ArtifactManifest(
+        media_type="text/plain",
+        size_bytes=0,
+        sha256="e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    )
+    error = await refused(
+        api.client_stream(
+            "ArtifactService/UploadArtifact",
+            [art.UploadArtifactRequest(manifest=manifest)],
+            art.UploadArtifactResponse,
+        )
+    )
     expect_error(error, "PERMISSION_DENIED", "SCOPE_MISSING", "UploadArtifact")
 
     async def download() -> None:
-        async for _ in api.server_stream("ArtifactService/DownloadArtifact",
-                                         art.DownloadArtifactRequest(artifact_id="art_unknown"),
-                                         art.DownloadArtifactResponse):
+        async for _ in api.server_stream(
+            "ArtifactService/DownloadArtifact",
+            art.DownloadArtifactRequest(artifact_id="art_unknown"),
+            art.DownloadArtifactResponse,
+        ):
             pass
 
     expect_error(await refused(download()), "PERMISSION_DENIED", "SCOPE_MISSING", "DownloadArtifact")
-

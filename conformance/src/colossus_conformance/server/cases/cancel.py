@@ -21,9 +21,14 @@ async def through_cancelling(ctx: CaseContext) -> None:
     run_id = (await ctx.create(api, script("say start", "sleep forever"))).run.run_id
     await ctx.watch(api, run_id, limit=2)
     reply = await _cancel(api, run_id)
-    expect(reply.status in (runs.RUN_STATUS_CANCELLING, runs.RUN_STATUS_CANCELLED), f"CancelRun said {reply.status}")
+    expect(
+        reply.status in (runs.RUN_STATUS_CANCELLING, runs.RUN_STATUS_CANCELLED),
+        f"CancelRun said {reply.status}",
+    )
     watched = await ctx.watch(api, run_id)
-    statuses = [e.status_changed.status for e in watched.events if e.WhichOneof("payload") == "status_changed"]
+    statuses = [
+        e.status_changed.status for e in watched.events if e.WhichOneof("payload") == "status_changed"
+    ]
     expect(runs.RUN_STATUS_CANCELLING in statuses, f"no CANCELLING status change in {statuses}")
     expect_equal(watched.events[-1].WhichOneof("payload"), "terminated", "the last event")
     expect_equal(watched.events[-1].terminated.status, runs.RUN_STATUS_CANCELLED, "terminal status")
@@ -47,13 +52,19 @@ async def idempotent(ctx: CaseContext) -> None:
     expect_equal((await _cancel(api, done)).status, runs.RUN_STATUS_SUCCEEDED, "cancelling a SUCCEEDED run")
 
 
-@case("cancel.closes-the-pending-question", ["W10"], "cancelling a waiting run resolves its interaction as CANCELLED")
+@case(
+    "cancel.closes-the-pending-question",
+    ["W10"],
+    "cancelling a waiting run resolves its interaction as CANCELLED",
+)
 async def closes_question(ctx: CaseContext) -> None:
     api = ctx.api()
     run_id = (await ctx.create(api, script("ask Continue? | yes"))).run.run_id
     await ctx.wait_status(api, run_id, runs.RUN_STATUS_WAITING_FOR_INPUT)
     await _cancel(api, run_id)
     watched = await ctx.watch(api, run_id)
-    resolved = [e.interaction_resolved for e in watched.events if e.WhichOneof("payload") == "interaction_resolved"]
+    resolved = [
+        e.interaction_resolved for e in watched.events if e.WhichOneof("payload") == "interaction_resolved"
+    ]
     expect_equal([r.outcome for r in resolved], [runs.INTERACTION_OUTCOME_CANCELLED], "interaction outcomes")
     expect_equal(watched.events[-1].terminated.status, runs.RUN_STATUS_CANCELLED, "terminal status")

@@ -14,8 +14,11 @@ from ..context import CaseContext
 MEMBERS = ["api_version", "certificate_sha256", "endpoint", "instance_id", "pid"]
 
 
-@case("discovery.files-private-and-exact", ["W2", "W3"],
-      "endpoint.json and certificate.pem are 0600 regular files in a 0700 folder and agree with enrolment")
+@case(
+    "discovery.files-private-and-exact",
+    ["W2", "W3"],
+    "endpoint.json and certificate.pem are 0600 regular files in a 0700 folder and agree with enrolment",
+)
 async def files_private_and_exact(ctx: CaseContext) -> None:
     folder = ctx.worker.public_api_dir
     expect_equal(oct(os.stat(folder).st_mode & 0o777), "0o700", "public API folder mode")
@@ -30,8 +33,13 @@ async def files_private_and_exact(ctx: CaseContext) -> None:
     expect_equal(descriptor["instance_id"], enrolment.instance_id, "descriptor instance_id")
     expect_equal(descriptor["certificate_sha256"], enrolment.certificate_sha256, "descriptor pin")
     expect_equal(descriptor["api_version"], "v1alpha1", "descriptor api_version")
-    expect(ctx.worker.proc is not None and descriptor["pid"] == ctx.worker.proc.pid, "pid is not the worker's")
+    expect(
+        ctx.worker.proc is not None and descriptor["pid"] == ctx.worker.proc.pid, "pid is not the worker's"
+    )
     pem = (folder / "certificate.pem").read_text()
     expect_equal(pem.count("-----BEGIN CERTIFICATE-----"), 1, "certificate blocks in certificate.pem")
-    expect_equal(hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest(), enrolment.certificate_sha256,
-                 "SHA-256 of certificate.pem")
+    expect_equal(
+        hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest(),
+        enrolment.certificate_sha256,
+        "SHA-256 of certificate.pem",
+    )

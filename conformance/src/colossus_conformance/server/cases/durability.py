@@ -30,9 +30,13 @@ async def _kept(ctx: CaseContext, run_id: str, raw: list[bytes], key: str) -> No
     expect(run_id in await ctx.list_all(api), "the run is missing from ListRuns")
 
 
-@case("durability.graceful-restart", ["W1", "W2", "W5", "W6"],
-      "after a graceful stop the discovery files are gone; after the start identity, runs and keys are kept",
-      needs=["restart"], alone=True)
+@case(
+    "durability.graceful-restart",
+    ["W1", "W2", "W5", "W6"],
+    "after a graceful stop the discovery files are gone; after the start identity, runs and keys are kept",
+    needs=["restart"],
+    alone=True,
+)
 async def graceful_restart(ctx: CaseContext) -> None:
     key = ctx.key()
     run_id, raw = await _finished_run(ctx, key)
@@ -49,9 +53,14 @@ async def graceful_restart(ctx: CaseContext) -> None:
     await _kept(ctx, run_id, raw, key)
 
 
-@case("durability.kill-and-settle", ["W5", "W6", "W13"],
-      "after a kill: committed runs and keys are kept, a waiting run is INTERRUPTED, an effect OUTCOME_UNKNOWN, "
-      "a plain running run resumes", needs=["kill"], alone=True)
+@case(
+    "durability.kill-and-settle",
+    ["W5", "W6", "W13"],
+    "after a kill: committed runs and keys are kept, a waiting run is INTERRUPTED, "
+    "an effect OUTCOME_UNKNOWN, a plain running run resumes",
+    needs=["kill"],
+    alone=True,
+)
 async def kill_and_settle(ctx: CaseContext) -> None:
     key = ctx.key()
     run_id, raw = await _finished_run(ctx, key)
@@ -61,14 +70,25 @@ async def kill_and_settle(ctx: CaseContext) -> None:
     resumes = (await ctx.create(api, script("sleep 1500", "say resumed"))).run.run_id
     await ctx.wait_status(api, waiting, runs.RUN_STATUS_WAITING_FOR_INPUT)
     seen = await ctx.watch(api, effect, limit=4, seconds=5)
-    expect(any(e.WhichOneof("payload") == "tool_activity" for e in seen.events), "the effect was never recorded")
+    expect(
+        any(e.WhichOneof("payload") == "tool_activity" for e in seen.events), "the effect was never recorded"
+    )
     await ctx.wait_status(api, resumes, runs.RUN_STATUS_RUNNING)
     await ctx.kill_worker()
     await ctx.start_worker()
     await _kept(ctx, run_id, raw, key)
     api = ctx.api("durable")
-    outcomes = {name: (await ctx.settle(api, rid)).status
-                for name, rid in (("waiting", waiting), ("effect", effect), ("resumes", resumes))}
-    expect_equal(outcomes, {"waiting": runs.RUN_STATUS_INTERRUPTED, "effect": runs.RUN_STATUS_OUTCOME_UNKNOWN,
-                            "resumes": runs.RUN_STATUS_SUCCEEDED}, "statuses after the kill")
+    outcomes = {
+        name: (await ctx.settle(api, rid)).status
+        for name, rid in (("waiting", waiting), ("effect", effect), ("resumes", resumes))
+    }
+    expect_equal(
+        outcomes,
+        {
+            "waiting": runs.RUN_STATUS_INTERRUPTED,
+            "effect": runs.RUN_STATUS_OUTCOME_UNKNOWN,
+            "resumes": runs.RUN_STATUS_SUCCEEDED,
+        },
+        "statuses after the kill",
+    )
     expect("resumed" in (await ctx.get(api, resumes)).result.output_text, "the resumed run lost its output")

@@ -19,23 +19,36 @@ BODIES = {
     "field-zero": b"\x00\x01",
     "deep-nesting": b"\x12\x80\x01" + b"\x12\x7e" * 42,
 }
-METHODS = ("RunService/CreateRun", "RunService/GetRun", "RunService/ListRuns", "RunService/CancelRun",
-           "RunService/RespondInteraction")
+METHODS = (
+    "RunService/CreateRun",
+    "RunService/GetRun",
+    "RunService/ListRuns",
+    "RunService/CancelRun",
+    "RunService/RespondInteraction",
+)
 
 
-@case("hostile.malformed-bodies", ["W7"], "every malformed body to every unary RPC is a client error, never INTERNAL")
+@case(
+    "hostile.malformed-bodies",
+    ["W7"],
+    "every malformed body to every unary RPC is a client error, never INTERNAL",
+)
 async def malformed(ctx: CaseContext) -> None:
     api = ctx.api()
     for method in METHODS:
         for name, body in BODIES.items():
             error = await refused(api.unary(method, RawBytes(body), RawBytes))
             code = "OK" if error is None else error.code
-            expect(code not in NEVER and code != "STREAM_TERMINATED",
-                   f"{method} with {name}: {code} ({error})")
+            expect(
+                code not in NEVER and code != "STREAM_TERMINATED", f"{method} with {name}: {code} ({error})"
+            )
 
 
-@case("hostile.parts-refused-before-decoding", ["W7"],
-      "the 129th input part, sent as raw bytes, is INPUT_TOO_MANY_PARTS")
+@case(
+    "hostile.parts-refused-before-decoding",
+    ["W7"],
+    "the 129th input part, sent as raw bytes, is INPUT_TOO_MANY_PARTS",
+)
 async def parts_raw(ctx: CaseContext) -> None:
     api = ctx.api()
     allowed = (await ctx.info(api)).limits.max_input_parts

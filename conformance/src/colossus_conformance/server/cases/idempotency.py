@@ -11,7 +11,9 @@ from ..context import CaseContext, refused, script
 from ._common import expect_error
 
 
-@case("idempotency.same-key-same-run", ["W6"], "the same key and request return the same run, marked replayed")
+@case(
+    "idempotency.same-key-same-run", ["W6"], "the same key and request return the same run, marked replayed"
+)
 async def same_run(ctx: CaseContext) -> None:
     api, key = ctx.api(), ctx.key()
     first = await ctx.create(api, script("say once"), key=key)
@@ -24,8 +26,11 @@ async def same_run(ctx: CaseContext) -> None:
     expect_equal(text, "once", "the run executed once")
 
 
-@case("idempotency.same-key-other-request-conflict", ["W6"],
-      "the same key with another input is ALREADY_EXISTS/IDEMPOTENCY_CONFLICT")
+@case(
+    "idempotency.same-key-other-request-conflict",
+    ["W6"],
+    "the same key with another input is ALREADY_EXISTS/IDEMPOTENCY_CONFLICT",
+)
 async def conflict(ctx: CaseContext) -> None:
     api, key = ctx.api(), ctx.key()
     await ctx.create(api, script("say first"), key=key)
@@ -33,7 +38,11 @@ async def conflict(ctx: CaseContext) -> None:
     expect_error(error, "ALREADY_EXISTS", "IDEMPOTENCY_CONFLICT", "a second request under the key")
 
 
-@case("idempotency.end-user-id-in-fingerprint", ["W6"], "end_user_id is part of the request: changing it conflicts")
+@case(
+    "idempotency.end-user-id-in-fingerprint",
+    ["W6"],
+    "end_user_id is part of the request: changing it conflicts",
+)
 async def end_user(ctx: CaseContext) -> None:
     api, key = ctx.api(), ctx.key()
     await ctx.create(api, script("say who"), key=key, end_user_id="user-1")
@@ -41,14 +50,29 @@ async def end_user(ctx: CaseContext) -> None:
     expect_error(error, "ALREADY_EXISTS", "IDEMPOTENCY_CONFLICT", "the same key with another end_user_id")
 
 
-@case("idempotency.trace-context-not-in-fingerprint", ["W6"],
-      "a retry with another trace context is the same request")
+@case(
+    "idempotency.trace-context-not-in-fingerprint",
+    ["W6"],
+    "a retry with another trace context is the same request",
+)
 async def trace_context(ctx: CaseContext) -> None:
     api, key = ctx.api(), ctx.key()
-    first = await ctx.create(api, script("say traced"), key=key, trace_context=runs.TraceContext(
-        traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
-    second = await ctx.create(api, script("say traced"), key=key, trace_context=runs.TraceContext(
-        traceparent="00-1af7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01"))
+    first = await ctx.create(
+        api,
+        script("say traced"),
+        key=key,
+        trace_context=runs.TraceContext(
+            traceparent="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        ),
+    )
+    second = await ctx.create(
+        api,
+        script("say traced"),
+        key=key,
+        trace_context=runs.TraceContext(
+            traceparent="00-1af7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01"
+        ),
+    )
     expect_equal(second.run.run_id, first.run.run_id, "run ID under another trace context")
 
 

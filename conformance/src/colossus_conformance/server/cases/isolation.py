@@ -11,8 +11,11 @@ from ..context import CaseContext, refused, script
 from ._common import expect_error
 
 
-@case("isolation.foreign-run-not-found", ["W4"],
-      "another application's run is NOT_FOUND to GetRun, WatchRun, CancelRun and RespondInteraction")
+@case(
+    "isolation.foreign-run-not-found",
+    ["W4"],
+    "another application's run is NOT_FOUND to GetRun, WatchRun, CancelRun and RespondInteraction",
+)
 async def foreign_run(ctx: CaseContext) -> None:
     alpha, beta = ctx.api("alpha"), ctx.api("beta")
     run = (await ctx.create(alpha, script("ask Proceed? | yes | no"))).run
@@ -24,8 +27,9 @@ async def foreign_run(ctx: CaseContext) -> None:
     expect_error(watched.error, "NOT_FOUND", "RUN_NOT_FOUND", "WatchRun")
     cancel = beta.unary("RunService/CancelRun", rs.CancelRunRequest(run_id=run.run_id), rs.CancelRunResponse)
     expect_error(await refused(cancel), "NOT_FOUND", "RUN_NOT_FOUND", "CancelRun")
-    answer = rs.RespondInteractionRequest(run_id=run.run_id, interaction_id=interaction,
-                                          prompt=rs.PromptAnswer(choice="yes"))
+    answer = rs.RespondInteractionRequest(
+        run_id=run.run_id, interaction_id=interaction, prompt=rs.PromptAnswer(choice="yes")
+    )
     respond = beta.unary("RunService/RespondInteraction", answer, rs.RespondInteractionResponse)
     expect_error(await refused(respond), "NOT_FOUND", None, "RespondInteraction")
     after = await ctx.get(alpha, run.run_id)
@@ -43,8 +47,11 @@ async def listing_private(ctx: CaseContext) -> None:
     expect(mine in listed, "beta's listing lacks beta's own run")
 
 
-@case("isolation.idempotency-keys-per-application", ["W6"],
-      "two applications using one key with the same request get two different runs")
+@case(
+    "isolation.idempotency-keys-per-application",
+    ["W6"],
+    "two applications using one key with the same request get two different runs",
+)
 async def keys_per_application(ctx: CaseContext) -> None:
     key = ctx.key()
     first = await ctx.create(ctx.api("alpha"), script("say shared key"), key=key)
@@ -53,7 +60,11 @@ async def keys_per_application(ctx: CaseContext) -> None:
     expect(not second.replayed, "beta's first create was reported as a replay")
 
 
-@case("isolation.foreign-page-token", ["W9"], "a page token taken from another application is PAGE_TOKEN_INVALID")
+@case(
+    "isolation.foreign-page-token",
+    ["W9"],
+    "a page token taken from another application is PAGE_TOKEN_INVALID",
+)
 async def foreign_token(ctx: CaseContext) -> None:
     alpha = ctx.api("pages-b")
     for _ in range(4):

@@ -18,8 +18,12 @@ async def input_parts(ctx: CaseContext) -> None:
     allowed = (await ctx.info(api)).limits.max_input_parts
     request = ctx.request("hello")
     request.input.extend(runs.InputPart(text="x") for _ in range(allowed))
-    expect_error(await refused(ctx.create_request(api, request)), "INVALID_ARGUMENT", "INPUT_TOO_MANY_PARTS",
-                 f"{allowed + 1} input parts")
+    expect_error(
+        await refused(ctx.create_request(api, request)),
+        "INVALID_ARGUMENT",
+        "INPUT_TOO_MANY_PARTS",
+        f"{allowed + 1} input parts",
+    )
     ok = ctx.request("hello")
     ok.input.extend(runs.InputPart(text="x") for _ in range(allowed - 1))
     await ctx.create_request(api, ok)
@@ -31,8 +35,12 @@ async def input_bytes(ctx: CaseContext) -> None:
     allowed = (await ctx.info(api)).limits.max_input_bytes
     request = ctx.request("x" * (allowed // 2 + 1))
     request.input.append(runs.InputPart(text="y" * (allowed // 2 + 1)))
-    expect_error(await refused(ctx.create_request(api, request)), "INVALID_ARGUMENT", "INPUT_TOO_LARGE",
-                 f"{allowed + 2} bytes of input")
+    expect_error(
+        await refused(ctx.create_request(api, request)),
+        "INVALID_ARGUMENT",
+        "INPUT_TOO_LARGE",
+        f"{allowed + 2} bytes of input",
+    )
 
 
 @case("limits.max-turns-range", ["W7"], "max_turns above the advertised maximum is MAX_TURNS_OUT_OF_RANGE")
@@ -51,27 +59,40 @@ async def skills(ctx: CaseContext) -> None:
     expect_error(error, "INVALID_ARGUMENT", "SKILLS_NOT_SUPPORTED", "selected_skills")
 
 
-@case("limits.request-bytes", ["W11"], "a request over max_request_bytes is RESOURCE_EXHAUSTED/REQUEST_TOO_LARGE")
+@case(
+    "limits.request-bytes",
+    ["W11"],
+    "a request over max_request_bytes is RESOURCE_EXHAUSTED/REQUEST_TOO_LARGE",
+)
 async def request_bytes(ctx: CaseContext) -> None:
     api = ctx.api()
     allowed = (await ctx.info(api)).limits.max_request_bytes
     request = ctx.request(script("say big"))
     request.end_user_id = "u"
     request.input.append(runs.InputPart(text="z" * (allowed + 16)))
-    expect_error(await refused(ctx.create_request(api, request)), "RESOURCE_EXHAUSTED", "REQUEST_TOO_LARGE",
-                 "an oversized CreateRun")
+    expect_error(
+        await refused(ctx.create_request(api, request)),
+        "RESOURCE_EXHAUSTED",
+        "REQUEST_TOO_LARGE",
+        "an oversized CreateRun",
+    )
 
 
-@case("limits.create-rate-retry-info", ["W11"],
-      "an empty per-application bucket is CREATE_RATE_LIMIT with a RetryInfo delay; waiting it out works",
-      alone=True)
+@case(
+    "limits.create-rate-retry-info",
+    ["W11"],
+    "an empty per-application bucket is CREATE_RATE_LIMIT with a RetryInfo delay; waiting it out works",
+    alone=True,
+)
 async def create_rate(ctx: CaseContext) -> None:
     api = ctx.api("throttled")
     bucket = (await ctx.info(api)).limits.create_rate_per_application
     expect(0 < bucket.burst <= 64, f"per-application burst {bucket.burst} is too large to drain in a case")
     error = None
     for _ in range(bucket.burst + 2):
-        error = await refused(api.unary("RunService/CreateRun", ctx.request(script("say r")), rs.CreateRunResponse))
+        error = await refused(
+            api.unary("RunService/CreateRun", ctx.request(script("say r")), rs.CreateRunResponse)
+        )
         if error is not None:
             break
     error = expect_error(error, "RESOURCE_EXHAUSTED", "CREATE_RATE_LIMIT", "creates beyond the burst")

@@ -10,8 +10,11 @@ from ..context import CaseContext, refused, script
 from ._common import expect_error
 
 
-@case("pagination.newest-first-stable", ["W9"],
-      "every run once, newest first, in bounded pages; runs created mid-listing do not shift it")
+@case(
+    "pagination.newest-first-stable",
+    ["W9"],
+    "every run once, newest first, in bounded pages; runs created mid-listing do not shift it",
+)
 async def newest_first_stable(ctx: CaseContext) -> None:
     api = ctx.api("pages-a")
     limit = (await ctx.info(api)).limits.max_list_page_size
@@ -32,7 +35,11 @@ async def newest_first_stable(ctx: CaseContext) -> None:
     expect_equal(fresh, list(reversed(created + later)), "a fresh listing")
 
 
-@case("pagination.token-bound-to-filter", ["W9"], "a token used with another status filter is PAGE_TOKEN_INVALID")
+@case(
+    "pagination.token-bound-to-filter",
+    ["W9"],
+    "a token used with another status filter is PAGE_TOKEN_INVALID",
+)
 async def bound_to_filter(ctx: CaseContext) -> None:
     api = ctx.api("pages-b")
     for _ in range(4):
@@ -47,8 +54,12 @@ async def bound_to_filter(ctx: CaseContext) -> None:
     other = await refused(ctx.list_page(api, statuses=[runs.RUN_STATUS_CANCELLED], token=token))
     expect_error(other, "INVALID_ARGUMENT", "PAGE_TOKEN_INVALID", "the token under another filter")
     flipped = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
-    expect_error(await refused(ctx.list_page(api, token=flipped)), "INVALID_ARGUMENT", "PAGE_TOKEN_INVALID",
-                 "an altered token")
+    expect_error(
+        await refused(ctx.list_page(api, token=flipped)),
+        "INVALID_ARGUMENT",
+        "PAGE_TOKEN_INVALID",
+        "an altered token",
+    )
 
 
 @case("pagination.filter-selects", ["W9"], "a status filter lists only runs in those statuses")
@@ -66,8 +77,11 @@ async def filter_selects(ctx: CaseContext) -> None:
         expect_equal((await ctx.get(api, run_id)).status, runs.RUN_STATUS_CANCELLED, f"status of {run_id}")
 
 
-@case("pagination.status-filter-bound", ["W7", "W9"],
-      "more status values than max_list_status_filters is STATUS_FILTER_TOO_LARGE")
+@case(
+    "pagination.status-filter-bound",
+    ["W7", "W9"],
+    "more status values than max_list_status_filters is STATUS_FILTER_TOO_LARGE",
+)
 async def filter_bound(ctx: CaseContext) -> None:
     api = ctx.api("pages-b")
     allowed = (await ctx.info(api)).limits.max_list_status_filters

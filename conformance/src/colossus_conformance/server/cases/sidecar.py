@@ -19,8 +19,16 @@ from ..context import CaseContext
 from ..wire import Api
 
 SECONDS = 30.0
-REPLY = ["api_version", "bearer", "certificate_pem", "certificate_sha256", "credential_id", "endpoint",
-         "instance_id", "version"]
+REPLY = [
+    "api_version",
+    "bearer",
+    "certificate_pem",
+    "certificate_sha256",
+    "credential_id",
+    "endpoint",
+    "instance_id",
+    "version",
+]
 
 
 def _frame(message: dict[str, object]) -> bytes:
@@ -42,12 +50,26 @@ def _bootstrap(argv_for: object, state_dir: str) -> tuple[subprocess.Popen[bytes
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     argv = argv_for(to_child_r, from_child_w)  # type: ignore[operator]
-    proc = subprocess.Popen(argv, pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv,
+        pass_fds=(to_child_r, from_child_w),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.close(to_child_r)
     os.close(from_child_w)
-    os.write(to_child_w, _frame({"version": 1, "state_dir": state_dir, "application_id": "side",
-                                 "grant": {"scopes": list(ALL_SCOPES), "roles": ["default"], "tools": []}}))
+    os.write(
+        to_child_w,
+        _frame(
+            {
+                "version": 1,
+                "state_dir": state_dir,
+                "application_id": "side",
+                "grant": {"scopes": list(ALL_SCOPES), "roles": ["default"], "tools": []},
+            }
+        ),
+    )
     try:
         (length,) = struct.unpack(">I", _read_exact(from_child_r, 4))
         reply = json.loads(_read_exact(from_child_r, min(length, 65536)))
@@ -56,9 +78,12 @@ def _bootstrap(argv_for: object, state_dir: str) -> tuple[subprocess.Popen[bytes
     return proc, to_child_w, reply
 
 
-@case("sidecar.bootstrap", ["W16"],
-      "a sidecar answers its pipe with a valid reply, serves as SIDECAR, and stops when the pipe closes",
-      needs=["sidecar"])
+@case(
+    "sidecar.bootstrap",
+    ["W16"],
+    "a sidecar answers its pipe with a valid reply, serves as SIDECAR, and stops when the pipe closes",
+    needs=["sidecar"],
+)
 async def bootstrap(ctx: CaseContext) -> None:
     with tempfile.TemporaryDirectory(prefix="server-sidecar-", dir=ctx.worker.root) as state_dir:
         os.chmod(state_dir, 0o700)
@@ -72,8 +97,13 @@ async def bootstrap(ctx: CaseContext) -> None:
             host, port = endpoint.removeprefix("https://").rsplit(":", 1)
             api = Api(host.strip("[]"), int(port), str(reply["bearer"]))
             try:
-                info = (await api.unary("SystemService/GetServerInfo", system.GetServerInfoRequest(),
-                                        system.GetServerInfoResponse)).server_info
+                info = (
+                    await api.unary(
+                        "SystemService/GetServerInfo",
+                        system.GetServerInfoRequest(),
+                        system.GetServerInfoResponse,
+                    )
+                ).server_info
             finally:
                 api.close()
             expect_equal(info.deployment_mode, system.DEPLOYMENT_MODE_SIDECAR, "deployment_mode")

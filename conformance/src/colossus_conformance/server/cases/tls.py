@@ -25,8 +25,11 @@ async def only_tls13(ctx: CaseContext) -> None:
     expect_equal(new.alpn, "h2", "negotiated ALPN")
 
 
-@case("tls.pinned-leaf-alone", ["W1"],
-      "the server sends exactly one certificate: the pinned P-256 leaf, not a CA, with a loopback IP SAN")
+@case(
+    "tls.pinned-leaf-alone",
+    ["W1"],
+    "the server sends exactly one certificate: the pinned P-256 leaf, not a CA, with a loopback IP SAN",
+)
 async def pinned_leaf_alone(ctx: CaseContext) -> None:
     host, port = ctx.worker.address
     seen = await asyncio.to_thread(handshake, host, port)
@@ -36,7 +39,9 @@ async def pinned_leaf_alone(ctx: CaseContext) -> None:
     pem = (ctx.worker.public_api_dir / "certificate.pem").read_bytes()
     leaf = x509.load_pem_x509_certificate(pem)
     key = leaf.public_key()
-    expect(isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1", "the leaf is not P-256")
+    expect(
+        isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1", "the leaf is not P-256"
+    )
     try:
         is_ca = leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     except x509.ExtensionNotFound:
@@ -47,7 +52,11 @@ async def pinned_leaf_alone(ctx: CaseContext) -> None:
     expect(ipaddress.ip_address(host) in addresses, f"no IP SAN {host} (have {addresses})")
 
 
-@case("tls.alpn-h2-required", ["W1"], "a connection that did not negotiate ALPN h2 is closed after the handshake")
+@case(
+    "tls.alpn-h2-required",
+    ["W1"],
+    "a connection that did not negotiate ALPN h2 is closed after the handshake",
+)
 async def alpn_h2_required(ctx: CaseContext) -> None:
     host, port = ctx.worker.address
     seen = await asyncio.to_thread(handshake, host, port, alpn=["http/1.1"], wait_for_close=True)

@@ -36,7 +36,11 @@ async def after_cursor(ctx: CaseContext) -> None:
         expect_equal(resumed.sequences, sequences[cursor:], f"sequences after {cursor}")
 
 
-@case("watch.after-the-last-event", ["W8"], "a watch after a finished run's last event ends cleanly with nothing")
+@case(
+    "watch.after-the-last-event",
+    ["W8"],
+    "a watch after a finished run's last event ends cleanly with nothing",
+)
 async def after_last(ctx: CaseContext) -> None:
     run_id, sequences = await _finished(ctx)
     resumed = await ctx.watch(ctx.api(), run_id, after=sequences[-1], seconds=5)
@@ -57,7 +61,11 @@ async def exact_replay(ctx: CaseContext) -> None:
     expect(third.raw == first.raw[2:], "a resumed replay's bytes differ from the first delivery")
 
 
-@case("watch.one-terminal-event-last", ["W8"], "exactly one terminal event, last, then the stream closes with OK")
+@case(
+    "watch.one-terminal-event-last",
+    ["W8"],
+    "exactly one terminal event, last, then the stream closes with OK",
+)
 async def one_terminal(ctx: CaseContext) -> None:
     api = ctx.api()
     run_id = (await ctx.create(api, SCRIPT)).run.run_id
@@ -67,7 +75,9 @@ async def one_terminal(ctx: CaseContext) -> None:
         expect(attempt.error is None and not attempt.timed_out, f"the stream ended with {attempt.error}")
 
 
-@case("watch.live-then-terminal", ["W8"], "a watch opened while the run waits gets the live events and the end")
+@case(
+    "watch.live-then-terminal", ["W8"], "a watch opened while the run waits gets the live events and the end"
+)
 async def live(ctx: CaseContext) -> None:
     api = ctx.api()
     run_id = (await ctx.create(api, script("say early", "sleep 400", "say late"))).run.run_id
@@ -86,7 +96,9 @@ async def closing(ctx: CaseContext) -> None:
     expect(len(partial.events) == 2, "the watch delivered fewer than two events")
     await asyncio.sleep(0.2)
     run = await ctx.get(api, run_id)
-    expect(run.status in (runs.RUN_STATUS_RUNNING, runs.RUN_STATUS_QUEUED), f"status after close: {run.status}")
+    expect(
+        run.status in (runs.RUN_STATUS_RUNNING, runs.RUN_STATUS_QUEUED), f"status after close: {run.status}"
+    )
     final = await ctx.settle(api, run_id)
     expect_equal(final.status, runs.RUN_STATUS_SUCCEEDED, "final status")
 
