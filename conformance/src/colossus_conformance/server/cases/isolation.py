@@ -66,7 +66,8 @@ async def keys_per_application(ctx: CaseContext) -> None:
     "a page token taken from another application is PAGE_TOKEN_INVALID",
 )
 async def foreign_token(ctx: CaseContext) -> None:
-    alpha = ctx.api("pages-b")
+    alpha, beta = ctx.api("pages-b"), ctx.api("beta")
+    await ctx.create(beta, script("say beta has a listing too"))
     for _ in range(4):
         await ctx.create(alpha, script("say page"))
     token = ""
@@ -76,5 +77,5 @@ async def foreign_token(ctx: CaseContext) -> None:
         if token:
             break
     expect(token, "pages-b's listing of four runs never gave a page token")
-    error = await refused(ctx.list_page(ctx.api("beta"), token=token))
+    error = await refused(ctx.list_page(beta, token=token))
     expect_error(error, "INVALID_ARGUMENT", "PAGE_TOKEN_INVALID", "beta listing with pages-b's token")
