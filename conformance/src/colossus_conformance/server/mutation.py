@@ -259,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         for mutant in mutants:
             outcome = run_mutant(manifest, mutant, cases, baseline, snapshot, options)
             outcomes.append(outcome)
-            verdict = (f"killed by {outcome.killed_by}: {outcome.detail[:100]}" if outcome.killed_by
-                       else "SURVIVED")
+            verdict = (
+                f"killed by {outcome.killed_by}: {outcome.detail[:100]}" if outcome.killed_by else "SURVIVED"
+            )
             print(f"{mutant.id:<42} {verdict} ({outcome.seconds:.0f}s)", flush=True)
     seconds = time.monotonic() - started
     killed = sum(1 for o in outcomes if o.killed_by)
