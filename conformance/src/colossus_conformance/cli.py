@@ -85,9 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--worker",
+        action="append",
+        default=[],
         metavar="MANIFEST",
         help="judge a worker instead of the SDKs: run the server cases against the worker this "
-        "manifest describes (docs/worker-protocol.md); --run and --list then select server cases",
+        "manifest describes (docs/worker-protocol.md); repeatable, one matrix column per worker; "
+        "--run and --list then select server cases",
     )
     p.add_argument("--h2spec", metavar="PATH", help="the h2spec binary for the server case http2.h2spec")
     p.add_argument("-v", "--verbose", action="store_true")

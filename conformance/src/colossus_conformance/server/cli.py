@@ -23,9 +23,12 @@ W_REQUIREMENTS = [f"W{i}" for i in range(1, 17)]
 
 def main(args: argparse.Namespace, suite_dir: Path) -> int:
     try:
-        manifest = load(Path(args.worker))
+        manifests = [load(Path(path)) for path in args.worker]
     except ManifestError as exc:
         print(f"bad worker manifest: {exc}")
+        return 2
+    if len({m.name for m in manifests}) != len(manifests):
+        print("two manifests name the same worker")
         return 2
     cases = catalogue.select(catalogue.load(), args.run)
     if args.list:
@@ -46,14 +49,18 @@ def main(args: argparse.Namespace, suite_dir: Path) -> int:
                 flush=True,
             ),
         )
-        verdict = suite.run(manifest, cases, options)
+        verdicts = [suite.run(manifest, cases, options) for manifest in manifests]
+    verdict = RunVerdict(
+        results=[r for v in verdicts for r in v.results], problems=[p for v in verdicts for p in v.problems]
+    )
     wall = time.monotonic() - started
     print()
     print(report.console(verdict, wall))
     write(verdict, wall, results_dir)
     not_applicable = sum(1 for r in verdict.results if r.status == NOT_APPLICABLE)
+    names = ", ".join(m.name for m in manifests)
     print(
-        f"server conformance of {manifest.name}: {not_applicable} case(s) not applicable; wrote "
+        f"server conformance of {names}: {not_applicable} case(s) not applicable; wrote "
         f"{results_dir / 'server-matrix.md'} and {results_dir / 'server-junit.xml'}"
     )
     return 0 if verdict.ok else 1
