@@ -35,6 +35,7 @@ async def foreign_run(ctx: CaseContext) -> None:
     after = await ctx.get(alpha, run.run_id)
     expect_equal(after.status, runs.RUN_STATUS_WAITING_FOR_INPUT, "the owner's run status after the attempts")
     expect_equal(after.pending_interaction.interaction_id, interaction, "the owner's pending interaction")
+    await alpha.unary("RunService/CancelRun", rs.CancelRunRequest(run_id=run.run_id), rs.CancelRunResponse)
 
 
 @case("isolation.listing-is-private", ["W4", "W9"], "ListRuns never lists another application's runs")
