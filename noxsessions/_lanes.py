@@ -68,6 +68,9 @@ LOCKS: dict[str, frozenset[str]] = {
         "rust_lint", "rust_tests", "rust_readme", "rust_fresh_deps", "bench_rust_sdk", "release",
         "release_dry_run", "bridge_tests", "tauri_plugin_tests",
     }),
+    # The h2spec binary, built on first use into the shared cache through one partial file
+    # (noxsessions/h2spec.py): the server suite runs it as one of its cases.
+    "h2spec-binary": frozenset({"h2spec", "server_conformance", "server_conformance_mutants"}),
 }
 # Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
 # still start when nothing else runs.
@@ -82,6 +85,7 @@ WEIGHTS: dict[str, float] = {
     "durability_tests": 107, "go_lint": 13, "go_tests": 91, "h2spec": 3, "parsers_diff": 39,
     "python_sdk_docs": 17, "python_sdk_examples": 26, "python_sdk_lint": 11,
     "python_sdk_tests": 69, "python_sdk_tox": 98, "release_dry_run": 45, "rust_lint": 28,
+    "server_conformance": 45, "typescript_conformance_runtimes": 110,
     "rust_tests": 131, "rust_readme": 110, "rust_fresh_deps": 90, "typescript_examples": 19, "typescript_lint": 66,
     "typescript_lowest": 38, "typescript_package": 48, "typescript_runtimes": 49,
     "typescript_tests": 27, "worker_fuzz": 15, "worker_lint": 8, "worker_tests": 322,

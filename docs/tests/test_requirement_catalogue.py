@@ -7,6 +7,7 @@ longer exists or a case pattern that proves nothing each fail here.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import re
 import subprocess
@@ -107,3 +108,46 @@ def test_listed_paths_exist_and_case_patterns_prove_the_entry(requirement: str) 
         elif re.fullmatch(r"[a-z0-9-]+(\.[a-z0-9*-]+)+", token) and token.split(".")[0] in groups:
             hits = [c for c in cases if fnmatch.fnmatch(c, token)]
             assert hits, f"{requirement}: no case matching {token} cites {requirement}"
+
+
+# --- server cases (W*) ------------------------------------------------------------------------
+
+SERVER_CASES = ROOT / "conformance/src/colossus_conformance/server/cases"
+SERVER_LINE = re.compile(r"^- Server cases: (.+?)(?=^- |^\n|\Z)", re.MULTILINE | re.DOTALL)
+NOT_OBSERVABLE = "none, not observable by a client: "
+
+
+def server_cases_by_requirement() -> dict[str, list[str]]:
+    """Requirement -> server case IDs, read from the `@case("id", [IDs], ...)` decorators without
+    importing the runner (whose dependencies this session does not install)."""
+    by_id: dict[str, list[str]] = {}
+    for module in sorted(SERVER_CASES.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "case" and len(node.args) >= 2):
+                continue
+            case_id, requirements = ast.literal_eval(node.args[0]), ast.literal_eval(node.args[1])
+            for requirement in requirements:
+                by_id.setdefault(requirement, []).append(f"server.{case_id}")
+    return by_id
+
+
+def test_server_cases_are_found() -> None:
+    assert sum(len(v) for v in server_cases_by_requirement().values()) > 0, "no server case found"
+
+
+@pytest.mark.parametrize("requirement", sorted(i for i in entries() if i.startswith("W")))
+def test_every_worker_requirement_names_its_server_cases(requirement: str) -> None:
+    found = SERVER_LINE.findall(entries()[requirement])
+    assert len(found) == 1, f"{requirement}: needs exactly one '- Server cases:' line"
+    text = " ".join(found[0].split())
+    cases = server_cases_by_requirement().get(requirement, [])
+    if text.startswith("none"):
+        assert text.startswith(NOT_OBSERVABLE) and len(text) > len(NOT_OBSERVABLE) + 20, (
+            f"{requirement}: a W* without server cases must say '{NOT_OBSERVABLE}' and why")
+        assert not cases, f"{requirement}: marked not observable, yet cited by {cases}"
+        return
+    patterns = [t for t in BACKTICKED.findall(text) if t.startswith("server.")]
+    assert patterns, f"{requirement}: the Server cases line names no `server.*` pattern"
+    for pattern in patterns:
+        hits = [c for c in cases if fnmatch.fnmatch(c, pattern)]
+        assert hits, f"{requirement}: no server case matching {pattern} cites {requirement}"

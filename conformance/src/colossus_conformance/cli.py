@@ -8,6 +8,7 @@ Examples::
     colossus-conformance --jobs 1                 # SDK columns one after another
     colossus-conformance --jobs 4                 # 4 runners: one per column of a 4-SDK matrix
     colossus-conformance --serve gap-failure.mid-stream --sdk python
+    colossus-conformance --worker workers/reference.json  # judge a worker (docs/worker-protocol.md)
 """
 
 from __future__ import annotations
@@ -82,6 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CASE",
         help="serve the worker for one case and print its instruction for a client under a debugger",
     )
+    p.add_argument(
+        "--worker",
+        action="append",
+        default=[],
+        metavar="MANIFEST",
+        help="judge a worker instead of the SDKs: run the server cases against the worker this "
+        "manifest describes (docs/worker-protocol.md); repeatable, one matrix column per worker; "
+        "--run and --list then select server cases",
+    )
+    p.add_argument("--h2spec", metavar="PATH", help="the h2spec binary for the server case http2.h2spec")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -92,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(message)s", stream=sys.stderr
     )
     suite_dir = (args.suite_dir or find_suite_dir(Path.cwd())).resolve()
+    if args.worker:
+        from .server.cli import main as server_main
+
+        return server_main(args, suite_dir)
     all_cases = catalogue.load_catalogue(suite_dir / "cases")
     selected = catalogue.select(all_cases, args.run)
 

@@ -6,9 +6,28 @@ import xml.etree.ElementTree as ET
 from collections import OrderedDict, defaultdict
 from pathlib import Path
 
-from .results import EXECUTED, FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
+from .results import (
+    EXECUTED,
+    FAIL,
+    NOT_APPLICABLE,
+    NOT_RUN,
+    PASS,
+    SKIPPED,
+    XFAIL,
+    XPASS,
+    CaseResult,
+    RunVerdict,
+)
 
-_SYMBOL = {PASS: "pass", FAIL: "FAIL", XFAIL: "xfail", XPASS: "XPASS", NOT_RUN: "NOT_RUN", SKIPPED: "skip"}
+_SYMBOL = {
+    PASS: "pass",
+    FAIL: "FAIL",
+    XFAIL: "xfail",
+    XPASS: "XPASS",
+    NOT_RUN: "NOT_RUN",
+    SKIPPED: "skip",
+    NOT_APPLICABLE: "n/a",
+}
 
 
 def _sdks(results: list[CaseResult]) -> list[str]:
@@ -62,7 +81,7 @@ def console(verdict: RunVerdict, wall_seconds: float) -> str:
         tally: dict[str, int] = defaultdict(int)
         for r in mine:
             tally[r.status] += 1
-        req_fail = sum(1 for r in mine if r.level == "REQUIRED" and r.status not in (PASS,))
+        req_fail = sum(1 for r in mine if r.level == "REQUIRED" and r.status not in (PASS, NOT_APPLICABLE))
         summary = ", ".join(f"{k.lower()} {v}" for k, v in sorted(tally.items()))
         verdict_word = "conformant" if req_fail == 0 else f"{req_fail} REQUIRED case(s) not passing"
         lines.append(f"{s}: {len(mine)} cases: {summary}; {verdict_word}")
@@ -83,11 +102,11 @@ def console(verdict: RunVerdict, wall_seconds: float) -> str:
     return "\n".join(lines)
 
 
-def markdown(verdict: RunVerdict, wall_seconds: float) -> str:
+def markdown(verdict: RunVerdict, wall_seconds: float, title: str = "Conformance matrix") -> str:
     results = verdict.results
     sdks = _sdks(results)
     by_key = {(r.sdk, r.case_id): r for r in results}
-    out = ["# Conformance matrix", ""]
+    out = [f"# {title}", ""]
     out.append(f"Wall time: {wall_seconds:.1f} s. Result: **{'OK' if verdict.ok else 'FAILED'}**.")
     out.append("")
     out.append("## Per group")
@@ -130,18 +149,18 @@ def markdown(verdict: RunVerdict, wall_seconds: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def junit(verdict: RunVerdict, wall_seconds: float) -> bytes:
+def junit(verdict: RunVerdict, wall_seconds: float, suite_prefix: str = "conformance") -> bytes:
     suites = ET.Element("testsuites", name="colossus-conformance", time=f"{wall_seconds:.3f}")
     for s in _sdks(verdict.results):
         mine = [r for r in verdict.results if r.sdk == s]
         suite = ET.SubElement(
             suites,
             "testsuite",
-            name=f"conformance.{s}",
+            name=f"{suite_prefix}.{s}",
             tests=str(len(mine)),
             failures=str(sum(1 for r in mine if r.status in (FAIL, XPASS))),
             errors=str(sum(1 for r in mine if r.status == NOT_RUN)),
-            skipped=str(sum(1 for r in mine if r.status in (SKIPPED, XFAIL))),
+            skipped=str(sum(1 for r in mine if r.status in (SKIPPED, XFAIL, NOT_APPLICABLE))),
             time=f"{sum(r.seconds for r in mine):.3f}",
         )
         for r in mine:
@@ -159,6 +178,8 @@ def junit(verdict: RunVerdict, wall_seconds: float) -> bytes:
                 ET.SubElement(tc, "skipped", message=f"known failure: {r.reason}").text = text
             elif r.status == SKIPPED:
                 ET.SubElement(tc, "skipped", message=r.reason)
+            elif r.status == NOT_APPLICABLE:
+                ET.SubElement(tc, "skipped", message=f"not applicable: {r.reason}")
         if verdict.problems:
             tc = ET.SubElement(suite, "testcase", classname=f"{s}.run", name="known-failures-and-run-checks")
             ET.SubElement(tc, "failure", message="run-level problems").text = "\n".join(verdict.problems)

@@ -10,6 +10,7 @@ XFAIL = "XFAIL"  # failed, and listed as a known failure with a reason
 XPASS = "XPASS"  # listed as a known failure, yet passed: an error
 NOT_RUN = "NOT_RUN"  # the client died before this case
 SKIPPED = "SKIPPED"  # RECOMMENDED case needing a feature the client lacks
+NOT_APPLICABLE = "N/A"  # a server case needing a capability the worker's manifest does not claim
 
 UNEXPECTED = frozenset({FAIL, XPASS, NOT_RUN})
 EXECUTED = frozenset({PASS, FAIL, XFAIL, XPASS})
