@@ -358,7 +358,7 @@ func (p *sidecarProcess) stop(grace time.Duration, log *slog.Logger) {
 func programNotFound(program string, cause error) *Error {
 	e := newError(ErrSidecar, ReasonSidecarProgramNotFound,
 		"the sidecar worker program %q was not found: install the worker "+
-			"(e.g. pip install colossus-reference-worker) or set SidecarOptions.Executable to its absolute path", program)
+			"(the reference worker: pip install ./conformance in a checkout of colossus-sdks) or set SidecarOptions.Executable to its absolute path", program)
 	e.cause = cause
 	return e.withMeta("program", program)
 }

@@ -93,9 +93,20 @@ def test_dev_with_a_pipe_prints_what_each_sdk_needs(root):
                        "Client.connect({", "expectedInstanceId:", 'from "colossus-sdk"',
                        "colossus.Connect(ctx, colossus.DaemonOptions{",
                        "ExpectedCertificateSHA256:", 'getpass.getpass("bearer: ")',
-                       "os.Stdin", "package main"):
+                       "os.Stdin", "package main",
+                       "Client::connect(", "DaemonOptions::builder()", "std::io::stdin()"):
             assert needle in dev.banner, needle
         assert descriptor["instance_id"] in dev.banner.split("--- Go")[1]
+        assert descriptor["certificate_sha256"] in dev.banner.split("--- Rust")[1]
+        # Every SDK, each heading naming what installs it today (nothing is on a registry
+        # yet): the release's artifact, never a registry name that is not published.
+        headings = [line for line in dev.banner.splitlines() if line.startswith("--- ")]
+        assert [h.split()[1] for h in headings] == ["Python", "TypeScript", "Go", "Rust"], headings
+        for heading, artifact in zip(headings, ("dist/python/", "dist/npm/", "dist/go", "dist/rust/"),
+                                     strict=True):
+            assert artifact in heading, heading
+        assert "pip install colossus-agent-client" not in dev.banner
+        assert "npm install colossus-sdk" not in dev.banner
         client = dev.client(dev.bearer)
         info = _info(client)
         assert info.instance_id == descriptor["instance_id"]

@@ -97,3 +97,31 @@ def test_error_is_data() -> None:
     with pytest.raises(TypeError):
         error.metadata["x"] = "y"  # type: ignore[index]
     assert "reason=WATCH_GAP" in str(error) and "WatchGapError" in repr(error)
+
+
+@pytest.mark.parametrize(
+    ("error", "retryable"),
+    [
+        (colossus.TransportError("x", code=grpc.StatusCode.UNAVAILABLE), True),
+        (colossus.OutcomeUnknownError("x", code=grpc.StatusCode.UNAVAILABLE), False),
+        (colossus.DeadlineExceededError("x", code=grpc.StatusCode.DEADLINE_EXCEEDED), False),
+        (
+            colossus.ResourceExhaustedError(
+                "x", code=grpc.StatusCode.RESOURCE_EXHAUSTED, reason="CREATE_RATE_LIMIT"
+            ),
+            True,
+        ),
+        (
+            colossus.ResourceExhaustedError(
+                "x", code=grpc.StatusCode.RESOURCE_EXHAUSTED, reason="WATCH_LIMIT"
+            ),
+            False,
+        ),
+        (colossus.InvalidArgumentError("x", reason="FIELD_INVALID"), False),
+        (colossus.TransportError("x"), False),
+    ],
+)
+def test_retryable_is_gos_rule(error: colossus.ColossusError, retryable: bool) -> None:
+    # Go's Error.Retryable and Rust's Error::is_retryable: an UNAVAILABLE read, or a create
+    # refused under CREATE_RATE_LIMIT; nothing else.
+    assert error.retryable is retryable
