@@ -169,6 +169,27 @@ describe("credential providers", () => {
     const secret = "s3cr3t-value-that-must-not-leak-anywhere-0000";
     await assert.rejects(loadBearer({ getBearer: () => { throw new Error(secret); } }), (e: unknown) => e instanceof CredentialError && !inspect(e).includes(secret));
   });
+
+  it("one rule in every SDK (C8): PROVIDER_FAILED, the provider's error kept only as the cause", async () => {
+    const secret = "vault said cb1_SECRETSECRETSECRETSECRETSECRETSECRETSECRET1";
+    for (const thrown of [
+      new Error(secret),
+      new CredentialError(secret, { reason: "KEYRING_ENTRY_MISSING" }),
+      new TransportError(secret, { code: "UNAVAILABLE" }),
+    ]) {
+      const error = await loadBearer({ getBearer: () => { throw thrown; } }).then(
+        () => assert.fail("the provider failed"),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof CredentialError, String(error));
+      assert.equal(error.reason, "PROVIDER_FAILED");
+      assert.equal(error.code, null);
+      assert.equal(error.cause, thrown);
+      for (const shown of [error.message, String(error), JSON.stringify(error), inspect(error)]) {
+        assert.ok(!shown.includes("vault said"), shown);
+      }
+    }
+  });
 });
 
 describe("ColossusError.retryable", () => {
