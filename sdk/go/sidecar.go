@@ -141,8 +141,23 @@ func (sup *sidecarSupervisor) start(ctx context.Context) (*session, error) {
 	t := target{endpoint: p.reply.endpoint, expectedInstanceID: p.reply.instanceID,
 		expectedPin: p.reply.certificate.sha256, expectedMode: DeploymentModeSidecar}
 	bearer := p.reply.bearer
-	s, err := openSession(ctx, t, func(context.Context) (*secret, error) { return bearer, nil }, sup.opts.ClientOptions, sup.log)
+	// The worker's exit ends the connect at once: a child that inherited its listening
+	// socket can keep accepting connections nobody answers, and the connect would wait
+	// for its whole timeout instead of replacing the worker.
+	connectCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-p.exited:
+			cancel()
+		case <-connectCtx.Done():
+		}
+	}()
+	s, err := openSession(connectCtx, t, func(context.Context) (*secret, error) { return bearer, nil }, sup.opts.ClientOptions, sup.log)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && sup.needsRestart() {
+			return nil, newError(ErrTransport, ReasonUnavailable, "the sidecar worker exited while the SDK connected to it")
+		}
 		return nil, err
 	}
 	s.gone = p.exited
