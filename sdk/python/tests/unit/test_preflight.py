@@ -21,7 +21,13 @@ class TlsServer:
     """A bare TLS listener that completes handshakes and closes; for pre-flight tests."""
 
     def __init__(
-        self, tmp: Path, leaf: Leaf, *, version: ssl.TLSVersion, extra_chain: bytes = b""
+        self,
+        tmp: Path,
+        leaf: Leaf,
+        *,
+        version: ssl.TLSVersion,
+        extra_chain: bytes = b"",
+        alpn: list[str] | None = None,
     ) -> None:
         cert = tmp / "chain.pem"
         key = tmp / "key.pem"
@@ -30,6 +36,7 @@ class TlsServer:
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         self.ctx.maximum_version = version
+        self.ctx.set_alpn_protocols(["h2"] if alpn is None else alpn)
         self.ctx.load_cert_chain(cert, key)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -94,6 +101,15 @@ def test_extra_chain_certificate_is_refused(serve, leaf: Leaf) -> None:  # type:
     with pytest.raises(TlsPolicyError) as info:
         preflight(endpoint, leaf.sha256, parse_leaf_certificate(leaf.cert_pem), 5.0)
     assert "2 certificates" in str(info.value)
+
+
+def test_a_listener_agreeing_to_no_h2_is_refused(serve, leaf: Leaf) -> None:  # type: ignore[no-untyped-def]
+    # The pinned leaf over TLS 1.3, but no HTTP/2 through ALPN: refused in the pre-flight,
+    # before the bearer (C4; the case pin-checks.c4.no-h2-alpn).
+    endpoint = serve(leaf, version=ssl.TLSVersion.TLSv1_3, alpn=["http/1.1"])
+    with pytest.raises(TlsPolicyError) as info:
+        preflight(endpoint, leaf.sha256, parse_leaf_certificate(leaf.cert_pem), 5.0)
+    assert info.value.reason == "TLS_HANDSHAKE"
 
 
 def test_nothing_listening_is_a_transport_error(leaf: Leaf) -> None:

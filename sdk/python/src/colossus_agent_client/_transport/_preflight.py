@@ -106,6 +106,10 @@ def _check_session(tls: Any, expected_pin: str) -> str:
             f"(expected {expected_pin}, found {live_pin})",
             metadata={"expected": expected_pin, "actual": live_pin},
         )
+    if tls.selected_alpn_protocol() != "h2":
+        # gRPC is HTTP/2 only: a listener that did not agree to h2 is refused before the
+        # first request, so before the bearer (C4).
+        raise TlsPolicyError("the worker did not agree to HTTP/2 through ALPN (h2)")
     return live_pin
 
 
