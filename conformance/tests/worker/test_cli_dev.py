@@ -258,7 +258,7 @@ def test_dev_needs_no_keyring_and_keeps_the_bearer_in_an_owner_only_file(root):
         assert bearer.startswith("cb1_") and path.read_text() == bearer + "\n"
         assert _info(dev.client(bearer)).instance_id == dev.field("instance ID")
         # The snippets read the file; none carries the bearer itself.
-        assert dev.banner.count(f'"{path}"') == 3
+        assert dev.banner.count(f'"{path}"') == 4  # one per SDK snippet
     finally:
         err = dev.stop()
     assert dev.proc.returncode == 0, err

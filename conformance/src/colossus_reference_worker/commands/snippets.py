@@ -170,13 +170,17 @@ func run(ctx context.Context) error {{
 }}"""
 
 
+_RUST_IN_MEMORY = (
+    "    let credentials = InMemoryCredentialProvider::new(Bearer::new(bearer.trim().to_owned())?);\n")
+
+
 def _rust(c: Connection) -> str:
     uses = ["use colossus_sdk::placement::DaemonOptions;", "use colossus_sdk::Client;",
             "use futures_util::StreamExt;", "use colossus_sdk::model::CreateRunRequest;"]
     if c.bearer_file:
         uses += ["use colossus_sdk::credentials::InMemoryCredentialProvider;", "use colossus_sdk::Bearer;"]
-        setup = (f"    let bearer = std::fs::read_to_string({json.dumps(c.bearer_file)}).expect(\"the bearer file\");\n"
-                 "    let credentials = InMemoryCredentialProvider::new(Bearer::new(bearer.trim().to_owned())?);\n")
+        setup = (f"    let bearer = std::fs::read_to_string({json.dumps(c.bearer_file)})\n"
+                 "        .expect(\"the bearer file\");\n" + _RUST_IN_MEMORY)
     elif c.keyring_service:
         uses += ["use colossus_sdk::credentials::KeyringCredentialProvider;"]
         setup = (f"    let credentials = KeyringCredentialProvider::new({json.dumps(c.keyring_service)}, "
@@ -186,7 +190,7 @@ def _rust(c: Connection) -> str:
         setup = ("    // paste it, or pipe it in from your secret store\n"
                  "    let mut bearer = String::new();\n"
                  "    std::io::stdin().read_line(&mut bearer).expect(\"the bearer on stdin\");\n"
-                 "    let credentials = InMemoryCredentialProvider::new(Bearer::new(bearer.trim().to_owned())?);\n")
+                 + _RUST_IN_MEMORY)
     use_lines = "\n".join(sorted(uses))
     return f"""{use_lines}
 
@@ -217,7 +221,8 @@ async fn main() -> colossus_sdk::Result<()> {{
 HEADINGS = {
     "python": "Python (colossus-agent-client: pip install dist/python/colossus_agent_client-*.whl{extra})",
     "typescript": "TypeScript (colossus-sdk: npm install dist/npm/colossus-sdk-*.tgz)",
-    "go": "Go (github.com/obscuritylabs/colossus-sdks/sdk/go: GOPROXY=file://.../dist/go, see sdk/go/README.md)",
+    "go": ("Go (github.com/obscuritylabs/colossus-sdks/sdk/go: GOPROXY=file://.../dist/go, "
+           "see sdk/go/README.md)"),
     "rust": "Rust (colossus-sdk: dist/rust/colossus-sdk-*.crate, see crates/colossus-sdk/README.md)",
 }
 
