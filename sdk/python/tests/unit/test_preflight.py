@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from colossus_agent_client import PinMismatchError, TlsPolicyError, TransportError
 from colossus_agent_client._transport._certificate import parse_leaf_certificate
 from colossus_agent_client._transport._descriptor import Endpoint
-from colossus_agent_client._transport._preflight import preflight, preflight_async
+from colossus_agent_client._transport._preflight import open_verified, preflight, preflight_async
 from fake_worker import Leaf, make_leaf
 
 
@@ -140,3 +141,29 @@ async def test_async_preflight_rules(serve, leaf: Leaf) -> None:  # type: ignore
             anchor,
             5.0,
         )
+
+
+def test_a_handshake_nobody_answers_ends_once_the_worker_is_gone(leaf: Leaf) -> None:
+    # A sidecar worker exited but a child kept its listening socket: the TCP connection
+    # is made and nobody answers. The handshake ends when gone() says so, not at the
+    # connect timeout (the case sidecar.exit-keeping-socket-during-connect).
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    try:
+        endpoint = Endpoint("127.0.0.1", listener.getsockname()[1])
+        exited_at = time.monotonic() + 0.3
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            open_verified(
+                endpoint,
+                leaf.sha256,
+                parse_leaf_certificate(leaf.cert_pem),
+                10.0,
+                drop_is_refusal=False,
+                gone=lambda: time.monotonic() >= exited_at,
+            )
+        assert info.value.reason == "UNREACHABLE"
+        assert time.monotonic() - started < 3.0
+    finally:
+        listener.close()
