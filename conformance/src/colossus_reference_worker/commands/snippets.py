@@ -223,7 +223,8 @@ HEADINGS = {
     "typescript": "TypeScript (colossus-sdk: npm install dist/npm/colossus-sdk-*.tgz)",
     "go": ("Go (github.com/obscuritylabs/colossus-sdks/sdk/go: GOPROXY=file://.../dist/go, "
            "see sdk/go/README.md)"),
-    "rust": "Rust (colossus-sdk: dist/rust/colossus-sdk-*.crate, see crates/colossus-sdk/README.md)",
+    "rust": ("Rust (colossus-sdk{features}: dist/rust/colossus-sdk-*.crate, "
+             "see crates/colossus-sdk/README.md)"),
 }
 
 
@@ -234,5 +235,5 @@ def snippets(c: Connection) -> str:
     parts = [(HEADINGS["python"].format(extra=extra), _python(c)),
              (HEADINGS["typescript"], _typescript(c)),
              (HEADINGS["go"], _go(c)),
-             (HEADINGS["rust"], _rust(c))]
+             (HEADINGS["rust"].format(features=" with its keyring feature" if extra else ""), _rust(c))]
     return "\n\n".join(f"--- {title} ---\n{body}" for title, body in parts) + "\n"
