@@ -125,3 +125,23 @@ def test_retryable_is_gos_rule(error: colossus.ColossusError, retryable: bool) -
     # Go's Error.Retryable and Rust's Error::is_retryable: an UNAVAILABLE read, or a create
     # refused under CREATE_RATE_LIMIT; nothing else.
     assert error.retryable is retryable
+
+
+def test_a_malformed_provisioned_identity_is_field_invalid() -> None:
+    # S9: FIELD_INVALID naming the option, as Go, TypeScript and Rust report it (the case
+    # pin-checks.c3.provisioned-pin-malformed).
+    for kwargs, field in (
+        ({"expected_certificate_sha256": "AB" * 32}, "expected_certificate_sha256"),
+        ({"expected_instance_id": "bad id"}, "expected_instance_id"),
+    ):
+        options = {
+            "public_api_dir": "/nonexistent",
+            "expected_instance_id": "wkr_1",
+            "expected_certificate_sha256": "ab" * 32,
+            "credentials": colossus.InMemoryCredentialProvider("cb1_" + "A" * 43),
+            **kwargs,
+        }
+        with pytest.raises(colossus.InvalidArgumentError) as info:
+            colossus.DaemonOptions(**options)  # type: ignore[arg-type]
+        assert info.value.reason == "FIELD_INVALID"
+        assert info.value.metadata["field"] == field
