@@ -1,14 +1,19 @@
 """The release: every package built into dist/, installed from its artifact, and run.
 
     release          builds every artifact into the git-ignored dist/ and checks it the way
-                     its registry would, installs each into a fresh environment from the
-                     artifact alone, and runs a live TLS + authentication round trip
-                     (connect, create, watch to the end) per SDK against a reference worker
-                     started with `colossus-reference-worker dev`; then prints every artifact
-                     with its size and each round trip's output
+                     its registry would, installs each from the artifact alone by running
+                     its README's "Install from a release build" block as pasted, in a
+                     scratch project outside the clone (noxsessions/_install_blocks.py),
+                     and runs a live TLS + authentication round trip (connect, create,
+                     watch to the end) per SDK, the Rust crate's included, against a
+                     reference worker started with `colossus-reference-worker dev` (plus
+                     the Rust program dev prints, run as pasted); then prints every
+                     artifact with its size and each round trip's output
     release_dry_run  the same builds and checks, installs and round trips, without
-                     verifying the Rust crate by compiling it, and accepting uncommitted
-                     changes (what CI runs on every change)
+                     `cargo package`'s own verification build (the round trip compiles the
+                     packaged crate in debug, reusing the shared target folder's
+                     dependencies), and accepting uncommitted changes (what CI runs on
+                     every change)
 
 The artifacts:
 
@@ -19,8 +24,8 @@ The artifacts:
                    is made and checked by golang.org/x/mod/zip, the proxy's own rules
     dist/rust/     `cargo package` of crates/colossus-sdk, once that crate exists
 
-Every step fails the session loudly; nothing is skipped except the Rust crate while
-crates/colossus-sdk/Cargo.toml is not committed (said in the log).
+Every step fails the session loudly; nothing is skipped except the Rust crate (its package
+and round trip) while crates/colossus-sdk/Cargo.toml is not committed (said in the log).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Any
 import nox
 
 from noxsessions._cargo import OFFLINE, fetch
+from noxsessions._install_blocks import run_block
 from noxsessions._wheels import build_sdist_and_wheel, install_local
 from noxsessions.typescript_sdk import _npm_ci
 
@@ -65,7 +71,7 @@ def release(session: nox.Session) -> None:
 
 @nox.session
 def release_dry_run(session: nox.Session) -> None:
-    """The release on a working tree: uncommitted changes allowed, Rust crate not compiled."""
+    """The release on a working tree: uncommitted changes allowed, no cargo package verify."""
     _release(session, dry_run=True)
 
 
@@ -77,20 +83,27 @@ def _release(session: nox.Session, *, dry_run: bool) -> None:
         *_npm_artifact(session, DIST / "npm"),
         *_go_artifact(session, DIST / "go"),
     ]
+    crate = _rust_artifact(session, DIST / "rust", dry_run=dry_run)
     tmp = Path(session.create_tmp()).resolve() / "release"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    runners = [
-        _python_from_wheel(session, tmp / "python"),
-        _typescript_from_tarball(session, tmp / "npm"),
-        _go_from_proxy(session, tmp / "go"),
-    ]
-    for name, output in _round_trips(session, tmp, runners):
-        session.log(f"round trip, {name}:\n{output.rstrip()}")
-    _log_sizes(session, artifacts)
-    # The Rust crate last: it has no round trip here yet (crates/colossus-sdk's own tests
-    # run against the worker), so the three above are proven whatever its state.
-    _log_sizes(session, _rust_artifact(session, DIST / "rust", dry_run=dry_run))
+    # Each SDK installed by its README's "Install from a release build" block, as pasted,
+    # in a scratch project outside the clone (nothing above it can lend a package.json, a
+    # go.mod or a Cargo workspace).
+    scratch = Path(tempfile.mkdtemp(prefix="colossus-release-")).resolve()
+    try:
+        runners = [
+            _python_from_wheel(session, scratch / "python"),
+            _typescript_from_tarball(session, scratch / "npm"),
+            _go_from_proxy(session, scratch / "go"),
+        ]
+        if crate:
+            runners.append(_rust_from_crate(session, scratch / "rust"))
+        for name, output in _round_trips(session, tmp, runners):
+            session.log(f"round trip, {name}:\n{output.rstrip()}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    _log_sizes(session, [*artifacts, *crate])
 
 
 def _log_sizes(session: nox.Session, artifacts: list[Path]) -> None:
@@ -191,11 +204,9 @@ Runner = tuple[str, list[str], Path, dict[str, str]]
 
 
 def _python_from_wheel(session: nox.Session, where: Path) -> Runner:
-    (wheel,) = (DIST / "python").glob("*.whl")
-    venv = where / "venv"
-    session.run("python", "-m", "venv", str(venv))
-    python = str(venv / "bin" / "python")
-    session.run(python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel), external=True)
+    """sdk/python/README.md's install block: a venv with the wheel, as pasted."""
+    run_block(session, "python", where, DIST, env={})
+    python = str(where / ".venv" / "bin" / "python")
     session.run(python, "-m", "pip", "check", external=True)
     shutil.copy2(HERE / "roundtrip" / "roundtrip.py", where / "roundtrip.py")
     # -I: the SDK must come from the venv, never from this checkout.
@@ -203,40 +214,51 @@ def _python_from_wheel(session: nox.Session, where: Path) -> Runner:
 
 
 def _typescript_from_tarball(session: nox.Session, where: Path) -> Runner:
-    (tarball,) = (DIST / "npm").glob("*.tgz")
-    where.mkdir(parents=True)
-    (where / "package.json").write_text(json.dumps({"name": "release-round-trip", "private": True, "type": "module"}))
-    with session.chdir(where):
-        session.run("npm", "install", "--no-audit", "--no-fund", str(tarball), external=True)
+    """sdk/typescript/README.md's install block: `npm install` of the tarball, as pasted."""
+    run_block(session, "typescript", where, DIST, env={"npm_config_audit": "false", "npm_config_fund": "false"})
     shutil.copy2(HERE / "roundtrip" / "roundtrip.mjs", where / "roundtrip.mjs")
     return ("typescript", ["node", "roundtrip.mjs"], where, {})
 
 
 def _go_from_proxy(session: nox.Session, where: Path) -> Runner:
-    """A fresh module that gets the SDK from dist/go through GOPROXY, as `go get` would."""
-    where.mkdir(parents=True)
-    shutil.copy2(HERE / "roundtrip" / "go" / "main.go", where / "main.go")
-    (where / "go.mod").write_text("module roundtrip\n\ngo 1.26.0\n")
+    """sdk/go/README.md's install block: `go get` through dist/go as GOPROXY, as pasted."""
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
     env = {
-        # dist/go first; the dependencies from the machine's module cache when it has them,
-        # else from the public proxy. A private module cache, so the release's zip is what
-        # gets extracted, never an older copy of the same version.
-        "GOPROXY": f"file://{DIST / 'go'},file://{cache}/cache/download,https://proxy.golang.org",
+        # What the block's `$(go env GOPROXY)` extends: the dependencies from the machine's
+        # module cache when it has them, else from the public proxy. A private module cache,
+        # so the release's zip is what gets extracted, never an older copy of the same version.
+        "GOPROXY": f"file://{cache}/cache/download,https://proxy.golang.org",
         # A new path on every run: the go command indexes module cache folders by path and
         # version, so a reused path would serve an earlier release's file list.
-        "GOMODCACHE": tempfile.mkdtemp(prefix="modcache-", dir=where),
+        "GOMODCACHE": tempfile.mkdtemp(prefix="modcache-", dir=where.parent),
         "GOFLAGS": "-modcacherw",
-        "GONOSUMDB": GO_MODULE,
+        # The block sets GONOSUMDB itself; nothing here may do it for it.
+        "GONOSUMDB": "",
         "GOPRIVATE": "",
     }
-    with session.chdir(where):
-        session.run("go", "get", f"{GO_MODULE}@{go_version()}", external=True, env=env)
-        session.run("go", "mod", "tidy", external=True, env=env)
-        # -trimpath: the private module cache above has a new path on every run, and without
-        # it the build cache keys each dependency on its folder and compiles them all again.
-        session.run("go", "build", "-trimpath", "-o", "roundtrip", ".", external=True, env=env)
+    # After the block, in its shell: the round trip, the release's own version checked.
+    # -trimpath: the private module cache above has a new path on every run, and without it
+    # the build cache keys each dependency on its folder and compiles them all again.
+    then = f"""cp {HERE / "roundtrip" / "go" / "main.go"} main.go
+go mod tidy
+test "$(go list -m -f '{{{{.Version}}}}' {GO_MODULE})" = {go_version()}
+go build -trimpath -o roundtrip .
+"""
+    run_block(session, "go", where, DIST, env=env, then=then)
     return ("go", [str(where / "roundtrip")], where, {})
+
+
+def _rust_from_crate(session: nox.Session, where: Path) -> Runner:
+    """crates/colossus-sdk/README.md's install block: a package on the unpacked .crate."""
+    # Offline, from the dependencies rust_tests and `cargo package` fetched; the shared
+    # target folder keeps them compiled, so only the crate itself and the app are built.
+    env = {**fetch(session), "CARGO_NET_OFFLINE": "true"}
+    then = f"""cp {HERE / "roundtrip" / "rust" / "main.rs"} src/main.rs
+cargo build --offline --quiet
+"""
+    run_block(session, "rust", where, DIST, env=env, then=then)
+    app = Path(env["CARGO_TARGET_DIR"]) / "debug" / "app"
+    return ("rust", [str(app)], where / "app", {})
 
 
 # --- the round trips --------------------------------------------------------------------
@@ -270,6 +292,9 @@ def _round_trips(session: nox.Session, tmp: Path, runners: list[Runner]) -> list
                     or "round trip from the" not in result.stdout:
                 session.error(f"the {name} round trip failed (exit {result.returncode}):\n{shown}")
             outputs.append((name, result.stdout))
+        rust = [cwd for name, _, cwd, _ in runners if name == "rust"]
+        if rust:
+            outputs.append(("rust, the snippet dev prints", _rust_dev_snippet(session, facts, rust[0], bearer)))
     finally:
         dev.send_signal(signal.SIGTERM)
         try:
@@ -280,6 +305,35 @@ def _round_trips(session: nox.Session, tmp: Path, runners: list[Runner]) -> list
     if dev.returncode != 0:
         session.error(f"dev exited with {dev.returncode}:\n{log.read_text()[-3000:]}")
     return outputs
+
+
+def _rust_dev_snippet(session: nox.Session, facts: dict[str, Any], package: Path, bearer: str) -> str:
+    """The Rust program `dev` prints for these facts, built in the release's Rust package
+    (as src/bin/dev.rs) and run as pasted: the Python, TypeScript and Go snippets have
+    their own tests (sdk/*/README tests), this one is checked here, where the crate is."""
+    code = (
+        "import json, sys\n"
+        "from colossus_reference_worker.commands.snippets import Connection, snippets\n"
+        "f = json.loads(sys.argv[1])\n"
+        "print(snippets(Connection(public_api_dir=f['public_api_dir'], instance_id=f['instance_id'],"
+        " certificate_sha256=f['certificate_sha256'], application_id=f['application_id'],"
+        " keyring_service=None, bearer_file=f['bearer']['path'])), end='')\n"
+    )
+    banner = session.run("python", "-c", code, json.dumps(facts), silent=True)
+    assert isinstance(banner, str)
+    program = banner.split("--- Rust", 1)[1].split("---\n", 1)[1]
+    (package / "src" / "bin").mkdir(parents=True, exist_ok=True)
+    (package / "src" / "bin" / "dev.rs").write_text(program)
+    env = {**os.environ, **fetch(session), "CARGO_NET_OFFLINE": "true"}
+    subprocess.run(["cargo", "build", "--offline", "--quiet", "--bin", "dev"], cwd=package, env=env, check=True)
+    binary = Path(env["CARGO_TARGET_DIR"]) / "debug" / "dev"
+    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120, check=False)
+    shown = result.stdout + result.stderr
+    if bearer in shown:
+        session.error("the Rust snippet dev prints printed the bearer")
+    if result.returncode != 0 or not result.stdout.rstrip().endswith(" terminal"):
+        session.error(f"the Rust snippet dev prints failed (exit {result.returncode}):\n{program}\n{shown}")
+    return result.stdout
 
 
 def _first_json_line(session: nox.Session, proc: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:

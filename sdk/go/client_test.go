@@ -526,3 +526,32 @@ func TestDaemonOptionsAreValidatedBeforeAnyIO(t *testing.T) {
 		t.Fatal("the provider was asked for a bearer")
 	}
 }
+
+func TestOpenWatchReadsItsCursorDirectly(t *testing.T) {
+	cert := newCert(t, false)
+	w := startFakeWorker(t, cert, genuineTLS(cert), "")
+	w.watchFn = func(call int, req *pb.WatchRunRequest, s pb.RunService_WatchRunServer) error {
+		return sendAll(s, outputEvent(3, "c"), terminalEvent(4))
+	}
+	w.getRunFn = func(*pb.GetRunRequest) (*pb.GetRunResponse, error) {
+		return &pb.GetRunResponse{Run: &pb.Run{RunId: "run_1", Status: pb.RunStatus_RUN_STATUS_SUCCEEDED, LastSequence: 4}}, nil
+	}
+	c := connectFake(t, w)
+	watch := c.Runs.OpenWatch(context.Background(), "run_1", WithAfterSequence(2))
+	if watch.LastSequence() != 2 || watch.Completed() || watch.FinalRun() != nil {
+		t.Fatalf("before: %d %v %v", watch.LastSequence(), watch.Completed(), watch.FinalRun())
+	}
+	var seen []uint64
+	for ev, err := range watch.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, ev.Sequence)
+		if watch.LastSequence() != ev.Sequence {
+			t.Fatalf("cursor %d while delivering %d", watch.LastSequence(), ev.Sequence)
+		}
+	}
+	if fmt.Sprint(seen) != "[3 4]" || watch.LastSequence() != 4 || !watch.Completed() || watch.FinalRun() == nil || watch.Reconnects() != 0 {
+		t.Fatalf("after: %v %d %v %v", seen, watch.LastSequence(), watch.Completed(), watch.FinalRun())
+	}
+}

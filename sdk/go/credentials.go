@@ -90,13 +90,21 @@ func loadSecret(ctx context.Context, p CredentialProvider) (*secret, error) {
 	}
 	value, err := p.Bearer(ctx)
 	if err != nil {
-		if _, ok := asError(err); ok {
-			return nil, err
-		}
-		// A foreign provider's error text is not ours to trust with secrets: keep it only as
-		// the cause, which Error() does not print.
-		return nil, &Error{kind: ErrCredential.(*kind), Reason: ReasonProviderFailed,
-			Message: "the credential provider failed", cause: err}
+		return nil, providerFailure(err)
 	}
 	return newSecret(value)
+}
+
+// providerFailure is what the SDK reports for a provider's error, by one rule in every
+// SDK (docs/requirements.md, C8): the SDK's own credential error, with its catalogue
+// reason, as it stands (only this SDK's providers make one: the kind is unexported);
+// anything else, a foreign error or one that merely wraps an SDK error under text of its
+// own, becomes PROVIDER_FAILED, with the provider's error kept only as the cause
+// (Unwrap), which Error() never prints: its text may quote the secret.
+func providerFailure(err error) *Error {
+	if e, ok := err.(*Error); ok && e.kind != nil && e.kind.isA(ErrCredential.(*kind)) {
+		return e
+	}
+	return &Error{kind: ErrCredential.(*kind), Reason: ReasonProviderFailed,
+		Message: "the credential provider failed", cause: err}
 }

@@ -110,10 +110,15 @@ func TestErrorPrintsCanonicalCodeNames(t *testing.T) {
 	if got := err.Error(); !strings.Contains(got, "code=NOT_FOUND") || strings.Contains(got, "NotFound") {
 		t.Fatalf("Error() = %q, want code=NOT_FOUND", got)
 	}
-	for c, want := range map[codes.Code]string{codes.Canceled: "CANCELLED", codes.Unavailable: "UNAVAILABLE", codes.OK: "OK"} {
+	for c, want := range map[codes.Code]string{codes.Canceled: "CANCELLED", codes.Unavailable: "UNAVAILABLE", codes.OK: ""} {
 		if got := CodeName(c); got != want {
 			t.Fatalf("CodeName(%v) = %q, want %q", c, got, want)
 		}
+	}
+	// No code (a local refusal) is printed as none, as in the other SDKs: never "OK".
+	local := invalidField("input", "input needs at least one part")
+	if got := local.Error(); strings.Contains(got, "code=") || strings.Contains(got, "OK") {
+		t.Fatalf("Error() = %q, want no code", got)
 	}
 }
 

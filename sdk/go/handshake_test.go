@@ -158,3 +158,32 @@ func TestATLS12ListenerThatDropsItsAlertIsAPolicyRefusal(t *testing.T) {
 		t.Fatal("the bearer was loaded or application data reached the TLS 1.2 listener")
 	}
 }
+
+// The pinned leaf over TLS 1.3, but no HTTP/2 agreed through ALPN: refused in the
+// handshake as TLS_HANDSHAKE, before the bearer is asked for and before any request
+// (docs/requirements.md C4; the case pin-checks.c4.no-h2-alpn).
+func TestAListenerThatAgreesToNoH2IsRefusedBeforeTheBearer(t *testing.T) {
+	cert := newCert(t, false)
+	w := startFakeWorker(t, cert, genuineTLS(cert), "")
+	noALPN := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert.tls}} // no NextProtos
+	var applicationBytes atomic.Int64
+	port, _ := frontListener(t, func(_ int64, c net.Conn) {
+		server := tls.Server(c, noALPN)
+		defer func() { _ = server.Close() }()
+		if server.Handshake() == nil {
+			n, _ := io.Copy(io.Discard, server)
+			applicationBytes.Add(n)
+		}
+	})
+	provider := &countingProvider{bearer: testBearer}
+	o := w.options(t, provider)
+	pointDiscoveryAt(t, o, port)
+	_, err := Connect(context.Background(), o)
+	e, _ := asError(err)
+	if !errors.Is(err, ErrTLSPolicy) || e == nil || e.Reason != ReasonTLSHandshake {
+		t.Fatalf("err %v, want ErrTLSPolicy with reason %s", err, ReasonTLSHandshake)
+	}
+	if provider.calls.Load() != 0 || applicationBytes.Load() != 0 {
+		t.Fatal("the bearer was loaded or application data reached the listener without h2")
+	}
+}

@@ -194,6 +194,7 @@ func TestDevPrintsAGoProgramThatRuns(t *testing.T) {
 	}
 	_, program, _ = strings.Cut(program, "---\n")
 	program, _, _ = strings.Cut(program, "\nInspect runs:")
+	program, _, _ = strings.Cut(program, "\n--- ") // the next SDK's snippet, when one follows
 	out := runProgram(t, buildProgram(t, program), nil, "")
 	if !strings.Contains(out, "*colossus.RunTerminated") || strings.Contains(out, dev.bearer) {
 		t.Fatalf("%s", out)

@@ -21,12 +21,13 @@ type Runs struct{ c *Client }
 func (r *Runs) Create(ctx context.Context, input []InputPart, opts ...CallOption) (*CreateRunResult, error) {
 	cfg, err := collectFor("Runs.Create", opts, "WithTimeout", "WithIdempotencyKey", "WithMode", "WithRole", "WithMaxTurns", "WithSessionID", "WithEndUserID",
 		"WithTraceContext", "WithPlanAction", "WithResearch", "WithRateLimitRetries")
-	if err != nil {
-		return nil, err
-	}
+	// The key first: every refusal of the create, an option refused here included, carries it.
 	key := newIdempotencyKey()
-	if cfg.idempotencyKey != nil {
-		key = *cfg.idempotencyKey
+	if given := collect(opts).idempotencyKey; given != nil {
+		key = *given
+	}
+	if err != nil {
+		return nil, withKey(err, key)
 	}
 	s, err := r.c.session(ctx)
 	if err != nil {

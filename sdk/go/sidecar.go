@@ -141,8 +141,23 @@ func (sup *sidecarSupervisor) start(ctx context.Context) (*session, error) {
 	t := target{endpoint: p.reply.endpoint, expectedInstanceID: p.reply.instanceID,
 		expectedPin: p.reply.certificate.sha256, expectedMode: DeploymentModeSidecar}
 	bearer := p.reply.bearer
-	s, err := openSession(ctx, t, func(context.Context) (*secret, error) { return bearer, nil }, sup.opts.ClientOptions, sup.log)
+	// The worker's exit ends the connect at once: a child that inherited its listening
+	// socket can keep accepting connections nobody answers, and the connect would wait
+	// for its whole timeout instead of replacing the worker.
+	connectCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-p.exited:
+			cancel()
+		case <-connectCtx.Done():
+		}
+	}()
+	s, err := openSession(connectCtx, t, func(context.Context) (*secret, error) { return bearer, nil }, sup.opts.ClientOptions, sup.log)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && sup.needsRestart() {
+			return nil, newError(ErrTransport, ReasonUnavailable, "the sidecar worker exited while the SDK connected to it")
+		}
 		return nil, err
 	}
 	s.gone = p.exited
@@ -358,7 +373,7 @@ func (p *sidecarProcess) stop(grace time.Duration, log *slog.Logger) {
 func programNotFound(program string, cause error) *Error {
 	e := newError(ErrSidecar, ReasonSidecarProgramNotFound,
 		"the sidecar worker program %q was not found: install the worker "+
-			"(e.g. pip install colossus-reference-worker) or set SidecarOptions.Executable to its absolute path", program)
+			"(the reference worker: pip install ./conformance in a checkout of colossus-sdks) or set SidecarOptions.Executable to its absolute path", program)
 	e.cause = cause
 	return e.withMeta("program", program)
 }

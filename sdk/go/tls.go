@@ -65,6 +65,10 @@ func (p *trustPolicy) verify(cs tls.ConnectionState) error {
 		if subtle.ConstantTimeCompare(sum[:], p.pin[:]) != 1 {
 			violation = newError(ErrPinMismatch, ReasonPinMismatch,
 				"the worker presented a certificate that does not hash to the provisioned pin")
+		} else if cs.NegotiatedProtocol != "h2" {
+			// gRPC is HTTP/2 only: a listener that did not agree to h2 is refused here, in
+			// the handshake, so before the first request and the bearer (C4).
+			violation = newError(ErrTLSPolicy, ReasonTLSHandshake, "the worker did not agree to HTTP/2 through ALPN (h2)")
 		}
 	}
 	p.record(violation)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,44 @@ func (p *WatchProgress) Completed() bool { return p.completed.Load() }
 // FinalRun is the ended run as GetRun confirmed it when the watch completed; nil before,
 // or when the watch failed or was stopped early.
 func (p *WatchProgress) FinalRun() *Run { return p.final.Load() }
+
+// Watch is one run's watch as a value: its events ([Watch.Events], the same stream as
+// [Runs.Watch]) and its cursor, read directly as in the other SDKs (Python's
+// watch.last_sequence, TypeScript's watch.lastSequence, Rust's watch.last_sequence()).
+// Open it with [Runs.OpenWatch]; it is safe to read from any goroutine.
+type Watch struct {
+	progress WatchProgress
+	events   iter.Seq2[RunEvent, error]
+}
+
+// OpenWatch is [Runs.Watch] with the watch kept as a value, so its cursor is read
+// directly: range over [Watch.Events], then store [Watch.LastSequence] and resume later
+// with [WithAfterSequence]. It takes the options of [Runs.Watch]; [WithProgress] is not
+// needed (the Watch is its own progress) and is replaced if given. Nothing is sent until
+// Events is ranged over.
+func (r *Runs) OpenWatch(ctx context.Context, runID string, opts ...CallOption) *Watch {
+	w := &Watch{}
+	w.progress.last.Store(collect(opts).afterSequence)
+	w.events = r.Watch(ctx, runID, append(slices.Clone(opts), WithProgress(&w.progress))...)
+	return w
+}
+
+// Events streams the run's events under the rules of [Runs.Watch].
+func (w *Watch) Events() iter.Seq2[RunEvent, error] { return w.events }
+
+// LastSequence is the sequence of the last delivered event (before the first, the
+// [WithAfterSequence] cursor): store it, and a later watch resumes with WithAfterSequence.
+func (w *Watch) LastSequence() uint64 { return w.progress.LastSequence() }
+
+// Reconnects is how many times the watch reconnected.
+func (w *Watch) Reconnects() int { return w.progress.Reconnects() }
+
+// Completed reports whether the watch proved it saw the whole run.
+func (w *Watch) Completed() bool { return w.progress.Completed() }
+
+// FinalRun is the ended run as GetRun confirmed it when the watch completed; nil before,
+// or when the watch failed or was stopped early.
+func (w *Watch) FinalRun() *Run { return w.progress.FinalRun() }
 
 func eventsEqual(a, b *pb.RunEvent) bool { return proto.Equal(a, b) }
 

@@ -242,12 +242,14 @@ def derive_worker_fields(observations: dict[str, Any] | None) -> dict[str, Any]:
 
     - ``all_rpcs``: every RPC of every connection, in order;
     - ``connection_count``;
-    - ``handshakes_completed``: connections whose TLS handshake finished.
+    - ``handshakes_completed``: connections whose TLS handshake finished;
+    - ``open_connection_count``: connections of the case the worker still holds open.
     """
     obs = dict(observations or {})
     connections = obs.get("connections") or []
     obs["all_rpcs"] = [rpc for c in connections for rpc in (c.get("rpcs") or [])]
     obs["connection_count"] = len(connections)
     obs["handshakes_completed"] = sum(1 for c in connections if c.get("handshake_completed"))
+    obs["open_connection_count"] = sum(1 for c in connections if not c.get("closed", False))
     obs.setdefault("rpc_calls", {})
     return obs

@@ -86,6 +86,7 @@ def order_cases(cases: list[Case]) -> list[Case]:
         "tls12": 3,
         "foreign-leaf": 4,
         "leaf-with-intermediate": 5,
+        "no-h2-alpn": 6,
     }
     return sorted(cases, key=lambda c: order.get(c.worker, 9))
 

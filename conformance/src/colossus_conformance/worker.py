@@ -61,6 +61,7 @@ CONFIGURATIONS: dict[str, str | None] = {
     "tls12": "tls12",
     "foreign-leaf": "foreign-leaf",
     "leaf-with-intermediate": "leaf-with-intermediate",
+    "no-h2-alpn": "no-h2-alpn",
 }
 
 START_TIMEOUT_SECONDS = 60.0

@@ -20,6 +20,7 @@ class ListenerVariant(str, Enum):
     TLS12 = "tls12"
     FOREIGN_LEAF = "foreign-leaf"
     LEAF_WITH_INTERMEDIATE = "leaf-with-intermediate"
+    NO_H2_ALPN = "no-h2-alpn"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -55,6 +55,15 @@ class WorkerHooks:
         handshake as finished (it did).
         """
 
+    def on_disconnect(self, conn_id: int) -> None:
+        """A connection accepted with :meth:`on_accept` gave its place back: it is closed
+        (or closing, with nothing more to read). Called at most once per connection."""
+
+    def serve_without_h2(self) -> bool:
+        """Whether to serve HTTP/2 on a connection whose TLS handshake agreed to no ``h2``
+        through ALPN, instead of closing it. Default: never (gRPC is HTTP/2 only)."""
+        return False
+
     def drop_connection(self) -> bool:
         """Whether to close a just-accepted TCP connection before any TLS byte.
 

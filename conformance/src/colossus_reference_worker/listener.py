@@ -318,6 +318,7 @@ class _Slot:
         if self._listener is not None:
             self._listener.open_connections -= 1
             self._listener.slots.pop(self.conn_id, None)
+            self._listener.hooks.on_disconnect(self.conn_id)
             self._listener = None
 
     def evict(self) -> None:
@@ -452,7 +453,8 @@ class Listener:
             self.hooks.on_connection(conn_id, None, False)
             return
         ssl_object = tls_transport.get_extra_info("ssl_object")
-        if ssl_object is None or ssl_object.selected_alpn_protocol() != "h2":
+        if (ssl_object is None or ssl_object.selected_alpn_protocol() != "h2") \
+                and not self.hooks.serve_without_h2():
             # gRPC is HTTP/2 only, and a client that did not negotiate it may be speaking
             # something else on the connection; the handshake itself did complete.
             log.info("refused connection %d: the client did not negotiate HTTP/2 (ALPN h2)",

@@ -36,7 +36,7 @@ def handshake(worker, *, tls13_only: bool, verify_pem: bytes | None):
         return tls.version(), chain
 
 
-@pytest.fixture(scope="module", params=["tls12", "foreign-leaf", "leaf-with-intermediate"])
+@pytest.fixture(scope="module", params=["tls12", "foreign-leaf", "leaf-with-intermediate", "no-h2-alpn"])
 def variant(request, short_tmp):
     name = request.param
     pub = private_dir(short_tmp / f"pub-{name}")
@@ -75,6 +75,27 @@ def test_live_handshake_reveals_the_variant(variant):
         assert leaf.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
         with pytest.raises(ssl.SSLError):  # a pinned client refuses it
             handshake(worker, tls13_only=True, verify_pem=worker.certificate_pem)
+    elif name == "no-h2-alpn":
+        # The pinned leaf over TLS 1.3, but no protocol agreed through ALPN; the worker
+        # keeps the connection (it serves HTTP/2 on it anyway) instead of closing it.
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        ctx.set_alpn_protocols(["h2"])
+        ctx.load_verify_locations(cadata=worker.certificate_pem.decode())
+        host, port = worker.address
+        with socket.create_connection((host, port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname=host) as tls:
+            assert tls.version() == "TLSv1.3"
+            assert tls.selected_alpn_protocol() is None
+            assert hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest() == pin
+            # Not closed by the worker: it speaks HTTP/2 on the connection anyway, starting
+            # with its SETTINGS frame (9-byte frame header, type 0x4).
+            header = b""
+            while len(header) < 9:
+                chunk = tls.recv(9 - len(header))
+                assert chunk, "the worker closed the connection"
+                header += chunk
+            assert header[3] == 0x4
     else:
         version, chain = handshake(worker, tls13_only=True, verify_pem=None)
         assert version == "TLSv1.3" and len(chain) == 2
@@ -96,3 +117,26 @@ def test_live_handshake_reveals_the_variant(variant):
         assert failed and failed[0]["tls_version"] is None
     else:
         assert conns[0]["tls_version"] == "TLSv1.3"
+
+
+def test_observations_say_when_a_connection_closed(variant):
+    """``closed`` (and the runner's ``open_connection_count``) follow each connection's end."""
+    name, worker, control = variant
+    if name != "no-h2-alpn":
+        pytest.skip("one variant is enough")
+    control.begin("closed-flag")
+    host, port = worker.address
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.set_alpn_protocols(["h2"])
+    ctx.load_verify_locations(cadata=worker.certificate_pem.decode())
+    raw = socket.create_connection((host, port), timeout=10)
+    tls = ctx.wrap_socket(raw, server_hostname=host)
+    deadline = time.monotonic() + 5
+    while not (conns := control.observations()["connections"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert conns[0]["closed"] is False
+    tls.close()
+    while not control.observations()["connections"][0]["closed"]:
+        assert time.monotonic() < deadline + 5, control.observations()
+        time.sleep(0.02)

@@ -29,15 +29,22 @@ def test_new_kinds_parse():
             {"kind": "download", "mode": "fail", "after_chunks": 2, "code": "INTERNAL"},
             {"kind": "upload_reply", "mode": "digest"},
             {"kind": "list_runs_repeat"},
+            {"kind": "get_run_other_run", "count": 2},
             {"kind": "resend_before_cursor", "watch": 2},
             {"kind": "other_run", "after_sequence": 2},
             {"kind": "after_terminal", "watch": 3},
             {"kind": "server_info", "limits": {"max_request_bytes": 65536}},
         ]
     )
-    assert [f.kind for f in plan.replies] == ["download", "upload_reply", "list_runs_repeat"]
+    assert [f.kind for f in plan.replies] == [
+        "download",
+        "upload_reply",
+        "list_runs_repeat",
+        "get_run_other_run",
+    ]
     assert plan.replies[0].after_chunks == 2
     assert plan.replies[2].from_call == 2
+    assert plan.replies[3].remaining == 2
     assert plan.watch[0].kind == "resend_before_cursor" and plan.watch[0].watch == 2
     assert plan.watch[1].kind == "other_run" and plan.watch[1].after_sequence == 2
     assert plan.watch[2].kind == "after_terminal" and plan.watch[2].watch == 3
@@ -118,3 +125,13 @@ def test_bootstrap_reply_rewrites():
     assert rewrite_reply("reply-bad-instance-id", reply)["instance_id"] == "wkr/../other"
     assert rewrite_reply("reply-bad-credential-id", reply)["credential_id"] == "cred with spaces"
     assert reply["bearer"] == "b" * 40
+
+
+def test_get_run_other_run_names_another_run_and_nothing_else() -> None:
+    from colossus_reference_worker._gen.colossus.api.v1alpha1 import GetRunResponse, Run
+    from colossus_reference_worker.faults.replies import other_run
+
+    genuine = GetRunResponse(run=Run(run_id="run_abc1", last_sequence=4))
+    altered = other_run(genuine)
+    assert altered.run.run_id == "run_abc2" and altered.run.last_sequence == 4
+    assert genuine.run.run_id == "run_abc1"  # the handler's own reply is untouched

@@ -93,9 +93,20 @@ def test_dev_with_a_pipe_prints_what_each_sdk_needs(root):
                        "Client.connect({", "expectedInstanceId:", 'from "colossus-sdk"',
                        "colossus.Connect(ctx, colossus.DaemonOptions{",
                        "ExpectedCertificateSHA256:", 'getpass.getpass("bearer: ")',
-                       "os.Stdin", "package main"):
+                       "os.Stdin", "package main",
+                       "Client::connect(", "DaemonOptions::builder()", "std::io::stdin()"):
             assert needle in dev.banner, needle
         assert descriptor["instance_id"] in dev.banner.split("--- Go")[1]
+        assert descriptor["certificate_sha256"] in dev.banner.split("--- Rust")[1]
+        # Every SDK, each heading naming what installs it today (nothing is on a registry
+        # yet): the release's artifact, never a registry name that is not published.
+        headings = [line for line in dev.banner.splitlines() if line.startswith("--- ")]
+        assert [h.split()[1] for h in headings] == ["Python", "TypeScript", "Go", "Rust"], headings
+        for heading, artifact in zip(headings, ("dist/python/", "dist/npm/", "dist/go", "dist/rust/"),
+                                     strict=True):
+            assert artifact in heading, heading
+        assert "pip install colossus-agent-client" not in dev.banner
+        assert "npm install colossus-sdk" not in dev.banner
         client = dev.client(dev.bearer)
         info = _info(client)
         assert info.instance_id == descriptor["instance_id"]
@@ -247,7 +258,7 @@ def test_dev_needs_no_keyring_and_keeps_the_bearer_in_an_owner_only_file(root):
         assert bearer.startswith("cb1_") and path.read_text() == bearer + "\n"
         assert _info(dev.client(bearer)).instance_id == dev.field("instance ID")
         # The snippets read the file; none carries the bearer itself.
-        assert dev.banner.count(f'"{path}"') == 3
+        assert dev.banner.count(f'"{path}"') == 4  # one per SDK snippet
     finally:
         err = dev.stop()
     assert dev.proc.returncode == 0, err

@@ -8,7 +8,8 @@ Each ```python block of the README is preceded by a marker that says how it runs
                                    from enrolment ("wkr_...", "8cf2...7e3c") are filled in,
                                    HOME holds ~/colossus and the bearer is piped to stdin
     <!-- readme-test: daemon, continues the block above -->   appended to the block above
-    <!-- readme-test: pytest -->   files separated by `# NAME.py` lines, run with pytest
+    <!-- readme-test: pytest -->   one file, named by its first line (`# NAME.py`); the
+                                   pytest blocks in a row are one folder, run with pytest
 
 A block without a marker fails the test. The worker is `dev` on ~/colossus, as a newcomer
 would start it.
@@ -184,13 +185,32 @@ def test_the_daemon_blocks_run_against_dev(dev: Dev, tmp_path: Path) -> None:
     assert "RunTerminated" in out  # the async block watched its run to the end
 
 
-@pytest.mark.parametrize(
-    "block", [b for b in readme_blocks() if b.how == "pytest"], ids=lambda b: f"line{b.line}"
-)
-def test_a_pytest_block_passes(block: Block, tmp_path: Path) -> None:
-    parts = re.split(r"^# (\w+\.py)\b.*\n", block.code, flags=re.M)
-    assert parts[0].strip() == "", "a pytest block starts with a `# NAME.py` line"
-    files = dict(zip(parts[1::2], parts[2::2], strict=True))
+def pytest_projects() -> list[list[Block]]:
+    """The pytest blocks, each run of them in a row (no other block between) one folder."""
+    projects: list[list[Block]] = []
+    previous = ""
+    for block in readme_blocks():
+        if block.how == "pytest":
+            if previous != "pytest":
+                projects.append([])
+            projects[-1].append(block)
+        previous = block.how
+    return projects
+
+
+FILE_LINE = re.compile(r"^# (\w+\.py)\b.*\n", re.M)
+
+
+@pytest.mark.parametrize("project", pytest_projects(), ids=lambda p: f"line{p[0].line}")
+def test_a_pytest_project_passes(project: list[Block], tmp_path: Path) -> None:
+    files: dict[str, str] = {}
+    for block in project:
+        first = FILE_LINE.match(block.code)
+        assert first, f"README.md line {block.line}: a pytest block starts with `# NAME.py`"
+        # One file per block, so each block is pasted whole into one file.
+        assert not FILE_LINE.search(block.code, first.end()), f"line {block.line}: two files"
+        assert first.group(1) not in files, f"line {block.line}: {first.group(1)} twice"
+        files[first.group(1)] = block.code
     assert any(name.startswith("test_") for name in files), files.keys()
     for name, body in files.items():
         (tmp_path / name).write_text(body)

@@ -3,7 +3,7 @@
  * trust check passed, and wraps the answer in an opaque {@link Bearer} at once.
  */
 import { inspect } from "node:util";
-import { ColossusError, CredentialError } from "./errors.js";
+import { CredentialError } from "./errors.js";
 import { Bearer } from "./transport/bearer.js";
 
 /** Where a bearer comes from. `getBearer` may be async; it is called once per connect. */
@@ -98,15 +98,27 @@ export class KeyringCredentialProvider implements CredentialProvider {
   }
 }
 
-/** Asks the provider and validates the answer; any provider failure becomes a {@link CredentialError}. */
+/**
+ * Asks the provider and validates the answer; any provider failure becomes a {@link CredentialError}.
+ *
+ * One rule in every SDK (docs/requirements.md, C8): the SDK's own providers throw their own
+ * `CredentialError` with its catalogue reason, which stands; anything another provider
+ * throws (a `ColossusError` it built included: its text is the provider's) becomes
+ * `PROVIDER_FAILED`, with the provider's error kept only as `cause`, never in the
+ * message, `toString()`, `toJSON()` or `util.inspect` output.
+ */
 export async function loadBearer(provider: CredentialProvider, signal?: AbortSignal): Promise<Bearer> {
   let value: unknown;
   try {
     value = await provider.getBearer(signal);
   } catch (error) {
-    if (error instanceof ColossusError) throw error;
+    if (error instanceof CredentialError && isOwnProvider(provider)) throw error;
     // The provider's own message might contain the secret; it is not repeated.
-    throw new CredentialError("the credential provider failed", { reason: "PROVIDER_FAILED" });
+    throw new CredentialError("the credential provider failed", { reason: "PROVIDER_FAILED", cause: error });
   }
   return new Bearer(value);
+}
+
+function isOwnProvider(provider: CredentialProvider): boolean {
+  return provider instanceof InMemoryCredentialProvider || provider instanceof KeyringCredentialProvider;
 }

@@ -89,6 +89,19 @@ export class ColossusError extends Error {
     return brand !== undefined && typeof value === "object" && value !== null && brand in value;
   }
 
+  /**
+   * Whether sending the same request again may succeed and repeats no effect: a read that
+   * failed with `UNAVAILABLE` (a {@link TransportError}), or a create refused under the
+   * worker's create rate limit (`CREATE_RATE_LIMIT`: nothing was created, so the same call
+   * with the same idempotency key is safe after `retryDelayMs`). The same rule as Go's
+   * `Error.Retryable` and Rust's `Error::is_retryable`; the SDK itself retries only the
+   * first, never a mutation.
+   */
+  get retryable(): boolean {
+    if (this.code === "UNAVAILABLE" && this instanceof TransportError) return true;
+    return this.code === "RESOURCE_EXHAUSTED" && this.reason === "CREATE_RATE_LIMIT";
+  }
+
   /** A one-line summary with code, reason, metadata and key; safe to log. */
   override toString(): string {
     const parts: string[] = [];

@@ -81,7 +81,7 @@ export function spawnFailure(executable: string, error: Error): SidecarError {
   if (code === "ENOENT") {
     return new SidecarError(
       `the sidecar worker program ${JSON.stringify(executable)} was not found: install the worker ` +
-        "(e.g. pip install colossus-reference-worker) or set SidecarOptions.executable to its absolute path",
+        "(the reference worker: pip install ./conformance in a checkout of colossus-sdks) or set SidecarOptions.executable to its absolute path",
       { reason: "SIDECAR_PROGRAM_NOT_FOUND", metadata: { program: executable } },
     );
   }

@@ -15,6 +15,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   OutcomeUnknownError,
+  ResourceExhaustedError,
   TransportError,
 } from "../src/errors.js";
 import { KeyringCredentialProvider, loadBearer } from "../src/credentials.js";
@@ -180,5 +181,38 @@ describe("credential providers", () => {
   it("a provider's own failure text is not repeated (it might hold the secret)", async () => {
     const secret = "s3cr3t-value-that-must-not-leak-anywhere-0000";
     await assert.rejects(loadBearer({ getBearer: () => { throw new Error(secret); } }), (e: unknown) => e instanceof CredentialError && !inspect(e).includes(secret));
+  });
+
+  it("one rule in every SDK (C8): PROVIDER_FAILED, the provider's error kept only as the cause", async () => {
+    const secret = "vault said cb1_SECRETSECRETSECRETSECRETSECRETSECRETSECRET1";
+    for (const thrown of [
+      new Error(secret),
+      new CredentialError(secret, { reason: "KEYRING_ENTRY_MISSING" }),
+      new TransportError(secret, { code: "UNAVAILABLE" }),
+    ]) {
+      const error = await loadBearer({ getBearer: () => { throw thrown; } }).then(
+        () => assert.fail("the provider failed"),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof CredentialError, String(error));
+      assert.equal(error.reason, "PROVIDER_FAILED");
+      assert.equal(error.code, null);
+      assert.equal(error.cause, thrown);
+      for (const shown of [error.message, String(error), JSON.stringify(error), inspect(error)]) {
+        assert.ok(!shown.includes("vault said"), shown);
+      }
+    }
+  });
+});
+
+describe("ColossusError.retryable", () => {
+  it("is Go's Retryable rule: an UNAVAILABLE read, or a create refused under CREATE_RATE_LIMIT", () => {
+    assert.equal(mapError(new ConnectError("x", Code.Unavailable)).retryable, true);
+    assert.equal(new TransportError("x", { code: "UNAVAILABLE" }).retryable, true);
+    assert.equal(new OutcomeUnknownError("x", { code: "UNAVAILABLE" }).retryable, false);
+    assert.equal(new TransportError("x", { code: "DEADLINE_EXCEEDED" }).retryable, false);
+    assert.equal(new ResourceExhaustedError("x", { code: "RESOURCE_EXHAUSTED", reason: "CREATE_RATE_LIMIT" }).retryable, true);
+    assert.equal(new ResourceExhaustedError("x", { code: "RESOURCE_EXHAUSTED", reason: "WATCH_LIMIT" }).retryable, false);
+    assert.equal(new InvalidArgumentError("x", { reason: "FIELD_INVALID" }).retryable, false);
   });
 });

@@ -60,7 +60,8 @@ describe("sidecar bootstrap", () => {
     assert.ok(error instanceof SidecarError, String(error));
     assert.equal(error.reason, Reason.SIDECAR_PROGRAM_NOT_FOUND);
     assert.equal(error.metadata["program"], "colossus-no-such-worker-program");
-    assert.match(error.message, /colossus-no-such-worker-program.*not found.*install.*executable/s);
+    // What works: the worker is the colossus-conformance distribution in ./conformance.
+    assert.match(error.message, /colossus-no-such-worker-program.*not found.*pip install \.\/conformance.*executable/s);
     assert.doesNotMatch(error.message, /^ENOENT|\(ENOENT\)/);
   });
 

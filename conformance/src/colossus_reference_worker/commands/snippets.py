@@ -1,11 +1,17 @@
-"""Ready-to-paste connection snippets for the three SDKs, printed by ``dev``.
+"""Ready-to-paste connection snippets for the four SDKs, printed by ``dev``.
 
 The names follow each SDK's README: ``colossus.DaemonOptions`` (Python, imported as ``colossus``),
-``Client.connect({...})`` from ``colossus-sdk`` (TypeScript) and
-``colossus.Connect(ctx, colossus.DaemonOptions{...})`` (Go). The bearer is never
-part of a snippet: it is read from ``dev``'s bearer file or the keyring, or asked for
-(a pipe or the terminal got it). The Python, TypeScript and Go snippets are whole programs that run
-as pasted (the SDKs' README tests run them against ``dev``).
+``Client.connect({...})`` from ``colossus-sdk`` (TypeScript),
+``colossus.Connect(ctx, colossus.DaemonOptions{...})`` (Go) and
+``Client::connect(DaemonOptions::builder()...)`` (Rust). The bearer is never part of a
+snippet: it is read from ``dev``'s bearer file or the keyring, or asked for (a pipe or the
+terminal got it). Every snippet is a whole program that runs as pasted: the Python,
+TypeScript and Go README tests run theirs against ``dev``, and the release's install check
+(noxsessions/_release/install.py) runs all four from the release's artifacts.
+
+Each heading says how to install that SDK today. None is published on its registry yet,
+so a heading names the release artifact (``./noxw -s release`` writes them into ``dist/``)
+and each SDK README's "Install from a release build" section gives the exact commands.
 """
 
 from __future__ import annotations
@@ -164,10 +170,70 @@ func run(ctx context.Context) error {{
 }}"""
 
 
+_RUST_IN_MEMORY = (
+    "    let credentials = InMemoryCredentialProvider::new(Bearer::new(bearer.trim().to_owned())?);\n")
+
+
+def _rust(c: Connection) -> str:
+    uses = ["use colossus_sdk::placement::DaemonOptions;", "use colossus_sdk::Client;",
+            "use futures_util::StreamExt;", "use colossus_sdk::model::CreateRunRequest;"]
+    if c.bearer_file:
+        uses += ["use colossus_sdk::credentials::InMemoryCredentialProvider;", "use colossus_sdk::Bearer;"]
+        setup = (f"    let bearer = std::fs::read_to_string({json.dumps(c.bearer_file)})\n"
+                 "        .expect(\"the bearer file\");\n" + _RUST_IN_MEMORY)
+    elif c.keyring_service:
+        uses += ["use colossus_sdk::credentials::KeyringCredentialProvider;"]
+        setup = (f"    let credentials = KeyringCredentialProvider::new({json.dumps(c.keyring_service)}, "
+                 f"{json.dumps(c.application_id)});\n")
+    else:
+        uses += ["use colossus_sdk::credentials::InMemoryCredentialProvider;", "use colossus_sdk::Bearer;"]
+        setup = ("    // paste it, or pipe it in from your secret store\n"
+                 "    let mut bearer = String::new();\n"
+                 "    std::io::stdin().read_line(&mut bearer).expect(\"the bearer on stdin\");\n"
+                 + _RUST_IN_MEMORY)
+    use_lines = "\n".join(sorted(uses))
+    return f"""{use_lines}
+
+#[tokio::main]
+async fn main() -> colossus_sdk::Result<()> {{
+{setup}    let client = Client::connect(
+        DaemonOptions::builder()
+            .public_api_dir({json.dumps(c.public_api_dir)})
+            .expected_instance_id({json.dumps(c.instance_id)})
+            .expected_certificate_sha256({json.dumps(c.certificate_sha256)})
+            .credentials(credentials)
+            .build()?,
+    )
+    .await?;
+    let created = client.runs().create(CreateRunRequest::text("{SCRIPT}")).await?;
+    let mut watch = client.runs().watch(&created.run.run_id);
+    while let Some(event) = watch.next().await {{
+        let event = event?;
+        println!("{{}} {{}}", event.sequence, if event.is_terminal() {{ "terminal" }} else {{ "event" }});
+    }}
+    client.close();
+    Ok(())
+}}"""
+
+
+# Where each SDK comes from today: none is on its registry yet, so the headings name the
+# release's artifacts (each SDK README's "Install from a release build" has the commands).
+HEADINGS = {
+    "python": "Python (colossus-agent-client: pip install dist/python/colossus_agent_client-*.whl{extra})",
+    "typescript": "TypeScript (colossus-sdk: npm install dist/npm/colossus-sdk-*.tgz)",
+    "go": ("Go (github.com/obscuritylabs/colossus-sdks/sdk/go: GOPROXY=file://.../dist/go, "
+           "see sdk/go/README.md)"),
+    "rust": ("Rust (colossus-sdk{features}: dist/rust/colossus-sdk-*.crate, "
+             "see crates/colossus-sdk/README.md)"),
+}
+
+
 def snippets(c: Connection) -> str:
-    """The three snippets under headings, ready to paste."""
-    extra = "[keyring]" if c.keyring_service and not c.bearer_file else ""
-    parts = [(f"Python (pip install colossus-agent-client{extra})", _python(c)),
-             ("TypeScript (npm install colossus-sdk)", _typescript(c)),
-             ("Go (github.com/obscuritylabs/colossus-sdks/sdk/go)", _go(c))]
+    """The four snippets under headings, ready to paste."""
+    # KeyringCredentialProvider needs the SDK's `keyring` extra: the keyring package.
+    extra = " keyring" if c.keyring_service and not c.bearer_file else ""
+    parts = [(HEADINGS["python"].format(extra=extra), _python(c)),
+             (HEADINGS["typescript"], _typescript(c)),
+             (HEADINGS["go"], _go(c)),
+             (HEADINGS["rust"].format(features=" with its keyring feature" if extra else ""), _rust(c))]
     return "\n\n".join(f"--- {title} ---\n{body}" for title, body in parts) + "\n"

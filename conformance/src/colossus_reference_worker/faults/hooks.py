@@ -26,7 +26,7 @@ from ..hooks import WatchContext, WorkerHooks
 from .listener import build_listener_context
 from .observations import ObservationLog
 from .plan import FaultPlan, RpcFault, WatchFault
-from .replies import ReplyFault, alter_upload, repeat_page, rewrite_download
+from .replies import ReplyFault, alter_upload, other_run, repeat_page, rewrite_download
 
 if TYPE_CHECKING:
     import ssl
@@ -188,6 +188,9 @@ class FaultHooks(WorkerHooks):
             host=material["host"],
         )
 
+    def serve_without_h2(self) -> bool:
+        return self.listener is ListenerVariant.NO_H2_ALPN
+
     # -- observation ------------------------------------------------------
 
     def on_accept(self, conn_id: int) -> None:
@@ -195,6 +198,9 @@ class FaultHooks(WorkerHooks):
 
     def on_connection(self, conn_id: int, tls_version: str | None, handshake_ok: bool) -> None:
         self.state.observations.connection(conn_id, tls_version, handshake_ok)
+
+    def on_disconnect(self, conn_id: int) -> None:
+        self.state.observations.disconnected(conn_id)
 
     def drop_connection(self) -> bool:
         return self.state.take_silent_close()
@@ -209,6 +215,9 @@ class FaultHooks(WorkerHooks):
         if method == "RunService/ListRuns":
             fault = self.state.take_reply_fault("list_runs_repeat")
             return repeat_page(request, reply) if fault is not None else reply
+        if method == "RunService/GetRun":
+            fault = self.state.take_reply_fault("get_run_other_run")
+            return other_run(reply) if fault is not None else reply
         return reply
 
     def wrap_replies(self, method: str, replies: AsyncIterator[Any]) -> AsyncIterator[Any]:

@@ -8,7 +8,12 @@ the live handshake notices the problem:
 ``foreign-leaf``
     a freshly generated self-signed P-256 leaf for the same address;
 ``leaf-with-intermediate``
-    the genuine leaf followed by an extra CA certificate.
+    the genuine leaf followed by an extra CA certificate;
+``no-h2-alpn``
+    the genuine leaf over TLS 1.3, but ALPN offers only ``http/1.1``, so a client asking
+    for ``h2`` agrees to no protocol; the worker serves HTTP/2 on it anyway
+    (:meth:`FaultHooks.serve_without_h2`), so a client that ignores ALPN gets answers and
+    sends its bearer, which the case sees.
 """
 
 from __future__ import annotations
@@ -46,14 +51,14 @@ def _pem_path(data: bytes) -> Iterator[str]:
         os.rmdir(folder)
 
 
-def _context(chain_pem: bytes, key_pem: bytes, *, tls12: bool) -> ssl.SSLContext:
+def _context(chain_pem: bytes, key_pem: bytes, *, tls12: bool, alpn: str = "h2") -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     if tls12:
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     else:
         ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-    ctx.set_alpn_protocols(["h2"])
+    ctx.set_alpn_protocols([alpn])
     with _pem_path(chain_pem) as cert_path, _pem_path(key_pem) as key_path:
         ctx.load_cert_chain(cert_path, key_path)
     return ctx
@@ -69,6 +74,8 @@ def build_listener_context(
     """The server-side TLS context for ``variant``."""
     if variant is ListenerVariant.TLS12:
         return _context(certificate_pem, private_key_pem, tls12=True)
+    if variant is ListenerVariant.NO_H2_ALPN:
+        return _context(certificate_pem, private_key_pem, tls12=False, alpn="http/1.1")
     # Only the variants that mint certificates import `cryptography` (70 ms of a start).
     from .certificates import key_pem, self_signed
 

@@ -22,6 +22,7 @@ class _Connection:
     accepted_before_case: bool
     bearer_presented: bool = False
     rpcs: list[str] = field(default_factory=list)
+    closed: bool = False
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -30,6 +31,7 @@ class _Connection:
             "handshake_completed": self.handshake_completed,
             "bearer_presented": self.bearer_presented,
             "rpcs": list(self.rpcs),
+            "closed": self.closed,
         }
         if self.accepted_before_case:
             # A connection the client kept open from an earlier case. It is
@@ -47,6 +49,9 @@ class ObservationLog:
         self._handshakes: dict[int, tuple[str | None, bool]] = {}
         # Accepted connections whose handshake has not ended yet (refused, failed or done).
         self._in_handshake: set[int] = set()
+        # Connections that closed, whether or not a case has listed them yet (a refused
+        # connection can give its place back before its handshake is reported).
+        self._closed: set[int] = set()
         self._reset_locked()
 
     def _reset_locked(self) -> None:
@@ -66,7 +71,8 @@ class ObservationLog:
         conn = self._connections.get(conn_id)
         if conn is None:
             tls_version, ok = self._handshakes.get(conn_id, (None, False))
-            conn = _Connection(len(self._order) + 1, tls_version, ok, before)
+            conn = _Connection(len(self._order) + 1, tls_version, ok, before,
+                               closed=conn_id in self._closed)
             self._connections[conn_id] = conn
             self._order.append(conn_id)
         return conn
@@ -89,6 +95,15 @@ class ObservationLog:
                 for key in list(self._handshakes)[:50_000]:
                     del self._handshakes[key]
             self._case_connection(conn_id, before=False)
+
+    def disconnected(self, conn_id: int) -> None:
+        with self._lock:
+            self._closed.add(conn_id)
+            if len(self._closed) > 100_000:  # bounded on a long-lived worker, as _handshakes
+                self._closed = set(sorted(self._closed)[50_000:])
+            conn = self._connections.get(conn_id)
+            if conn is not None:
+                conn.closed = True
 
     def rpc(self, conn_id: int, method: str, bearer_presented: bool) -> None:
         with self._lock:

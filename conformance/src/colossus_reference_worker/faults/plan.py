@@ -37,6 +37,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "download": (frozenset({"mode"}), frozenset({"after_chunks", "code", "reason", "count"})),
     "upload_reply": (frozenset({"mode"}), frozenset({"count"})),
     "list_runs_repeat": (frozenset(), frozenset({"from_call"})),
+    "get_run_other_run": (frozenset(), frozenset({"count"})),
     "silent_close": (frozenset(), frozenset({"count"})),
     "server_info": (
         frozenset(),
@@ -282,6 +283,8 @@ def _reply_fault(kind: str, obj: dict[str, Any]) -> ReplyFault:
     if kind == "list_runs_repeat":
         from_call = _int(obj, "from_call", minimum=1) if "from_call" in obj else 2
         return ReplyFault(kind, from_call=from_call, remaining=1_000_000)
+    if kind == "get_run_other_run":
+        return ReplyFault(kind, remaining=count)
     mode = obj["mode"]
     modes = DOWNLOAD_MODES if kind == "download" else UPLOAD_MODES
     if mode not in modes:

@@ -1,4 +1,5 @@
-"""Faults that rewrite what a handler answered: downloads, upload replies, ListRuns pages.
+"""Faults that rewrite what a handler answered: downloads, upload replies, ListRuns pages,
+GetRun replies.
 
 The handlers produce their genuine reply; these functions, called from
 :class:`~colossus_reference_worker.faults.hooks.FaultHooks`, turn it into the
@@ -16,7 +17,7 @@ from typing import Any
 
 from grpclib.const import Status
 
-REPLY_KINDS = frozenset({"download", "upload_reply", "list_runs_repeat"})
+REPLY_KINDS = frozenset({"download", "upload_reply", "list_runs_repeat", "get_run_other_run"})
 DOWNLOAD_MODES = frozenset({"corrupt", "short", "long", "fail"})
 UPLOAD_MODES = frozenset({"size", "digest"})
 
@@ -43,6 +44,15 @@ def alter_upload(fault: ReplyFault, reply: Any) -> Any:
         else:
             digest = reply.artifact.sha256
             reply.artifact.sha256 = ("1" if digest[:1] == "0" else "0") + digest[1:]
+    return reply
+
+
+def other_run(reply: Any) -> Any:
+    """The GetRun reply naming another (well-formed) run ID, everything else genuine."""
+    reply = copy.deepcopy(reply)
+    if reply.run is not None and reply.run.run_id:
+        last = reply.run.run_id[-1:]
+        reply.run.run_id = reply.run.run_id[:-1] + ("1" if last != "1" else "2")
     return reply
 
 

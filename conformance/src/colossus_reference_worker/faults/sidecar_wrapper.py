@@ -20,6 +20,10 @@ Faults (docs/fault-control.md, "Sidecar faults"):
   bootstrap reply is genuine, but the listener presents that wrong TLS setup (the C4 cases
   of a sidecar); every unary call the worker receives is appended to ``<record>.calls``
   (``.starts`` replaced), so the runner can see that none arrived;
+- ``exit-keeping-socket``: the first worker process writes its genuine bootstrap reply,
+  then exits, leaving behind a child that holds only the listening socket (never
+  accepting on it): a connect to the endpoint gets a TCP connection nobody answers, so
+  only the worker's exit tells the SDK to replace it (later starts behave);
 - ``spawn-child``: before serving, the worker starts a long-lived child in its own
   process group (as a real worker's tool processes would be) and appends the child's PID
   to the file named by ``--children``, so the runner can see whether closing the SDK
@@ -32,9 +36,11 @@ as the worker command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,7 @@ FAULTS = (
     "reply-bad-instance-id",
     "reply-bad-credential-id",
     "spawn-child",
+    "exit-keeping-socket",
     "listener-tls12",
     "listener-foreign-leaf",
     "listener-leaf-with-intermediate",
@@ -101,6 +108,42 @@ def rewrite_reply(fault: str, reply: dict[str, Any]) -> dict[str, Any]:
     return reply
 
 
+def _listening_sockets() -> list[int]:
+    """The descriptors of this process's listening sockets."""
+    import socket
+    import stat
+
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            sock = socket.socket(fileno=fd)
+            try:
+                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    found.append(fd)
+            finally:
+                sock.detach()
+        except OSError:
+            continue
+    return found
+
+
+def exit_keeping_socket() -> None:
+    """Forks a child that keeps only the listening socket(s) open, then exits this worker."""
+    keep = set(_listening_sockets())
+    if os.fork() == 0:  # the child: nothing but the socket, for longer than any case
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd not in keep:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        time.sleep(CHILD_SECONDS)
+        os._exit(0)
+    os._exit(EXIT_FAULT)
+
+
 def calls_record(record: Path) -> Path:
     """Where a listener fault records the unary calls its worker received."""
     return record.with_name(record.name.removesuffix(".starts") + ".calls")
@@ -130,6 +173,17 @@ def arm(fault: str, start: int, record: Path) -> None:
     from ..sidecar import main as sidecar_main
 
     if fault == "spawn-child":
+        return
+    if fault == "exit-keeping-socket":
+        if start == 1:
+            write_frame = getattr(sidecar_main, "write_frame")  # noqa: B009 - patched below
+
+            def exiting_write_frame(fd: int, message: dict[str, Any]) -> None:
+                write_frame(fd, message)
+                if "bearer" in message:  # the genuine reply is out: the SDK now connects
+                    exit_keeping_socket()
+
+            setattr(sidecar_main, "write_frame", exiting_write_frame)  # noqa: B010 - a deliberate patch
         return
     if fault.startswith(LISTENER_PREFIX):
         arm_listener(fault.removeprefix(LISTENER_PREFIX), calls_record(record))

@@ -382,6 +382,7 @@ def connect_sync(
         options.connect_timeout,
         preflight_first=True,
     )
+    relay.gone = gone
     channel: grpc.Channel | None = None
     try:
         channel = _channel.sync_channel(
@@ -587,6 +588,7 @@ async def connect_async(
         options.connect_timeout,
         preflight_first=True,
     )
+    relay.gone = gone
     channel: grpc.aio.Channel | None = None
     try:
         channel = _channel.async_channel(

@@ -140,18 +140,36 @@ class KeyringCredentialProvider:
 
 
 def load_bearer(provider: CredentialProvider) -> Bearer:
-    """Asks the provider and validates the grammar; never lets the value into an error."""
-    failure: str | None = None
+    """Asks the provider and validates the grammar; never lets the value into an error.
+
+    One rule in every SDK (docs/requirements.md, C8): the SDK's own providers raise their
+    own :class:`CredentialError` with its catalogue reason, which stands; any exception of
+    another provider (a ``CredentialError`` it built included: its text is the provider's)
+    becomes ``PROVIDER_FAILED``, naming only the exception's type, never its text. Python
+    is the one language whose tracebacks and ``logging`` print every chained cause, so
+    here the provider's exception is not chained at all (neither ``__cause__`` nor
+    ``__context__``): a logged ``CredentialError`` must not carry the secret (C5).
+    """
+    failure: type[BaseException] | None = None
     raw: object = None
     try:
         raw = provider.load_bearer()
     except CredentialError:
-        raise
+        if isinstance(provider, _OWN_PROVIDERS):
+            raise
+        failure = CredentialError
     except Exception as exc:
-        failure = type(exc).__name__
+        failure = type(exc)
     if failure is not None:
-        # Outside the handler: the provider's exception is not kept as context.
-        raise CredentialError(
-            f"the credential provider failed: {failure}", reason=LocalReason.PROVIDER_FAILED
-        )
+        # Outside the handler: the provider's exception is not kept as context either.
+        raise _provider_failed(failure)
     return Bearer(raw)
+
+
+def _provider_failed(kind: type[BaseException]) -> CredentialError:
+    return CredentialError(
+        f"the credential provider failed: {kind.__name__}", reason=LocalReason.PROVIDER_FAILED
+    )
+
+
+_OWN_PROVIDERS = (InMemoryCredentialProvider, KeyringCredentialProvider)

@@ -164,6 +164,23 @@ class ColossusError(Exception):
         self.metadata: Mapping[str, str] = MappingProxyType(dict(metadata)) if metadata else _EMPTY
         self.idempotency_key = idempotency_key
 
+    @property
+    def retryable(self) -> bool:
+        """Whether sending the same request again may succeed and repeats no effect.
+
+        True for a read that failed with ``UNAVAILABLE`` (a :class:`TransportError`), and
+        for a create refused under the worker's create rate limit (``CREATE_RATE_LIMIT``:
+        nothing was created, so the same call with the same idempotency key is safe after
+        ``retry_delay``). The same rule as Go's ``Error.Retryable`` and Rust's
+        ``Error::is_retryable``; the SDK itself retries only the first, never a mutation.
+        """
+        if self.code is grpc.StatusCode.UNAVAILABLE and isinstance(self, TransportError):
+            return True
+        return (
+            self.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+            and self.reason == ErrorReason.CREATE_RATE_LIMIT.value
+        )
+
     def __str__(self) -> str:
         parts = [self.message]
         if self.code is not None:

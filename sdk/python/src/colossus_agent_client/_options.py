@@ -13,6 +13,12 @@ from ._errors import InvalidArgumentError
 from ._models import DeploymentMode
 from ._transport._descriptor import is_opaque_id, is_pin
 
+
+def _invalid(field: str, message: str) -> InvalidArgumentError:
+    """A malformed option: FIELD_INVALID naming it, as in every SDK (S9)."""
+    return InvalidArgumentError(message, reason="FIELD_INVALID", metadata={"field": field})
+
+
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 """The SDK's own inbound cap before ``GetServerInfo`` (and its ceiling afterwards)."""
 
@@ -53,11 +59,11 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.initial_backoff < 0 or self.max_backoff < 0:
-            raise InvalidArgumentError("RetryPolicy values must be positive")
+            raise _invalid("retry", "RetryPolicy values must be positive")
         if self.multiplier < 1:
-            raise InvalidArgumentError("RetryPolicy.multiplier must be at least 1")
+            raise _invalid("retry.multiplier", "RetryPolicy.multiplier must be at least 1")
         if self.max_elapsed is not None and not self.max_elapsed > 0:
-            raise InvalidArgumentError("RetryPolicy.max_elapsed must be positive or None")
+            raise _invalid("retry.max_elapsed", "RetryPolicy.max_elapsed must be positive or None")
 
     def remaining(self, first_failure: float, now: float) -> float | None:
         """Seconds left of the ``max_elapsed`` budget.
@@ -95,10 +101,13 @@ NO_RETRY = RetryPolicy(max_attempts=1)
 
 def _check_identity(instance_id: str, pin: str) -> None:
     if not is_opaque_id(instance_id):
-        raise InvalidArgumentError("expected_instance_id must be 1-64 characters of [A-Za-z0-9_-]")
+        raise _invalid(
+            "expected_instance_id", "expected_instance_id must be 1-64 characters of [A-Za-z0-9_-]"
+        )
     if not is_pin(pin):
-        raise InvalidArgumentError(
-            "expected_certificate_sha256 must be 64 lower-case hex characters"
+        raise _invalid(
+            "expected_certificate_sha256",
+            "expected_certificate_sha256 must be 64 lower-case hex characters",
         )
 
 
@@ -201,6 +210,8 @@ class SidecarOptions(ClientOptions):
 
     def __post_init__(self) -> None:
         if not self.application_id or not is_opaque_id(self.application_id):
-            raise InvalidArgumentError("application_id must be 1-64 characters of [A-Za-z0-9_-]")
+            raise _invalid(
+                "application_id", "application_id must be 1-64 characters of [A-Za-z0-9_-]"
+            )
         if not 0 <= self.max_restarts <= 3:
-            raise InvalidArgumentError("max_restarts must be between 0 and 3")
+            raise _invalid("max_restarts", "max_restarts must be between 0 and 3")

@@ -9,9 +9,10 @@ call when the caller gives none, and returned on the result and on every error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from . import _convert
 from . import _models as m
@@ -81,6 +82,17 @@ def _create_request(
         )
     except ColossusError as exc:
         exc.idempotency_key = key
+        raise
+
+
+@contextlib.contextmanager
+def _carrying(key: str) -> Iterator[None]:
+    """Puts ``key`` on an SDK error raised inside that carries none yet."""
+    try:
+        yield
+    except ColossusError as exc:
+        if exc.idempotency_key is None:
+            exc.idempotency_key = key
         raise
 
 
@@ -231,23 +243,25 @@ class Runs:
         refusal means nothing was created, and the same key makes the retry safe).
         """
         key = _key(idempotency_key)
-        retries = _check_rate_limit_retries(rate_limit_retries)
-        mode = enum_arg(mode, m.RunMode, "mode")
-        conn = self._backend.connection()
-        request = _create_request(
-            conn,
-            key,
-            input,
-            mode,
-            research,
-            role,
-            max_turns,
-            session_id,
-            end_user_id,
-            plan_action,
-            traceparent,
-            tracestate,
-        )
+        # Every refusal of the create carries its key, a local one before the request too.
+        with _carrying(key):
+            retries = _check_rate_limit_retries(rate_limit_retries)
+            mode = enum_arg(mode, m.RunMode, "mode")
+            conn = self._backend.connection()
+            request = _create_request(
+                conn,
+                key,
+                input,
+                mode,
+                research,
+                role,
+                max_turns,
+                session_id,
+                end_user_id,
+                plan_action,
+                traceparent,
+                tracestate,
+            )
         while True:
             try:
                 response = call_mutation_sync(
@@ -558,23 +572,25 @@ class AsyncRuns:
     ) -> m.CreateRunResult:
         """See :meth:`Runs.create` (same arguments, result and errors)."""
         key = _key(idempotency_key)
-        retries = _check_rate_limit_retries(rate_limit_retries)
-        mode = enum_arg(mode, m.RunMode, "mode")
-        conn = await self._backend.connection()
-        request = _create_request(
-            conn,
-            key,
-            input,
-            mode,
-            research,
-            role,
-            max_turns,
-            session_id,
-            end_user_id,
-            plan_action,
-            traceparent,
-            tracestate,
-        )
+        # Every refusal of the create carries its key, a local one before the request too.
+        with _carrying(key):
+            retries = _check_rate_limit_retries(rate_limit_retries)
+            mode = enum_arg(mode, m.RunMode, "mode")
+            conn = await self._backend.connection()
+            request = _create_request(
+                conn,
+                key,
+                input,
+                mode,
+                research,
+                role,
+                max_turns,
+                session_id,
+                end_user_id,
+                plan_action,
+                traceparent,
+                tracestate,
+            )
         while True:
             try:
                 response = await call_mutation_async(

@@ -96,8 +96,8 @@ def program_not_found(executable: str) -> SidecarError:
     """The refusal of a worker program that does not exist, with what to do about it."""
     return SidecarError(
         f"the sidecar worker program {executable!r} was not found: install the worker "
-        "(e.g. pip install colossus-reference-worker) or set SidecarOptions.executable to "
-        "its absolute path",
+        "(the reference worker: pip install ./conformance in a checkout of colossus-sdks) "
+        "or set SidecarOptions.executable to its absolute path",
         reason=LocalReason.SIDECAR_PROGRAM_NOT_FOUND,
         metadata={"program": executable},
     )

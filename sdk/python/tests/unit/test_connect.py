@@ -108,6 +108,8 @@ def test_provider_failure_never_leaks_its_message(fake: FakeWorker, api_dir: Pat
     with pytest.raises(colossus.CredentialError) as info:
         colossus.Client.connect(daemon_options(fake, api_dir, credentials=Broken()))
     assert BEARER not in str(info.value) and BEARER not in repr(info.value)
+    # C8: PROVIDER_FAILED; Python chains no cause (tracebacks and logging print causes).
+    assert info.value.reason == "PROVIDER_FAILED"
     assert info.value.__cause__ is None
     assert info.value.__context__ is None
 

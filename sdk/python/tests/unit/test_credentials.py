@@ -72,3 +72,28 @@ def test_in_memory_provider_validates_on_construction() -> None:
     with pytest.raises(colossus.CredentialError):
         colossus.InMemoryCredentialProvider("bad bearer with spaces and enough length....")
     assert colossus.InMemoryCredentialProvider(BEARER).load_bearer() == BEARER
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        RuntimeError("vault said " + BEARER),
+        colossus.CredentialError("vault said " + BEARER, reason="KEYRING_ENTRY_MISSING"),
+        colossus.TransportError("vault said " + BEARER),
+    ],
+    ids=["foreign", "a CredentialError it built", "an SDK error of another kind"],
+)
+def test_a_providers_own_error_is_reported_as_provider_failed(raised: Exception) -> None:
+    # One rule in every SDK (docs/requirements.md, C8): the SDK's own credential error,
+    # PROVIDER_FAILED, naming the exception's type only, its text in neither the message,
+    # str nor repr; Python chains no cause, since tracebacks and logging print causes.
+    class Provider:
+        def load_bearer(self) -> str:
+            raise raised
+
+    with pytest.raises(colossus.CredentialError) as info:
+        load_bearer(Provider())
+    assert info.value.reason == "PROVIDER_FAILED" and info.value.code is None
+    assert info.value.__cause__ is None and info.value.__context__ is None
+    for shown in (info.value.message, str(info.value), repr(info.value)):
+        assert "vault said" not in shown and BEARER not in shown

@@ -97,3 +97,51 @@ def test_error_is_data() -> None:
     with pytest.raises(TypeError):
         error.metadata["x"] = "y"  # type: ignore[index]
     assert "reason=WATCH_GAP" in str(error) and "WatchGapError" in repr(error)
+
+
+@pytest.mark.parametrize(
+    ("error", "retryable"),
+    [
+        (colossus.TransportError("x", code=grpc.StatusCode.UNAVAILABLE), True),
+        (colossus.OutcomeUnknownError("x", code=grpc.StatusCode.UNAVAILABLE), False),
+        (colossus.DeadlineExceededError("x", code=grpc.StatusCode.DEADLINE_EXCEEDED), False),
+        (
+            colossus.ResourceExhaustedError(
+                "x", code=grpc.StatusCode.RESOURCE_EXHAUSTED, reason="CREATE_RATE_LIMIT"
+            ),
+            True,
+        ),
+        (
+            colossus.ResourceExhaustedError(
+                "x", code=grpc.StatusCode.RESOURCE_EXHAUSTED, reason="WATCH_LIMIT"
+            ),
+            False,
+        ),
+        (colossus.InvalidArgumentError("x", reason="FIELD_INVALID"), False),
+        (colossus.TransportError("x"), False),
+    ],
+)
+def test_retryable_is_gos_rule(error: colossus.ColossusError, retryable: bool) -> None:
+    # Go's Error.Retryable and Rust's Error::is_retryable: an UNAVAILABLE read, or a create
+    # refused under CREATE_RATE_LIMIT; nothing else.
+    assert error.retryable is retryable
+
+
+def test_a_malformed_provisioned_identity_is_field_invalid() -> None:
+    # S9: FIELD_INVALID naming the option, as Go, TypeScript and Rust report it (the case
+    # pin-checks.c3.provisioned-pin-malformed).
+    for kwargs, field in (
+        ({"expected_certificate_sha256": "AB" * 32}, "expected_certificate_sha256"),
+        ({"expected_instance_id": "bad id"}, "expected_instance_id"),
+    ):
+        options = {
+            "public_api_dir": "/nonexistent",
+            "expected_instance_id": "wkr_1",
+            "expected_certificate_sha256": "ab" * 32,
+            "credentials": colossus.InMemoryCredentialProvider("cb1_" + "A" * 43),
+            **kwargs,
+        }
+        with pytest.raises(colossus.InvalidArgumentError) as info:
+            colossus.DaemonOptions(**options)  # type: ignore[arg-type]
+        assert info.value.reason == "FIELD_INVALID"
+        assert info.value.metadata["field"] == field

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from colossus_agent_client import PinMismatchError, TlsPolicyError, TransportError
 from colossus_agent_client._transport._certificate import parse_leaf_certificate
 from colossus_agent_client._transport._descriptor import Endpoint
-from colossus_agent_client._transport._preflight import preflight, preflight_async
+from colossus_agent_client._transport._preflight import open_verified, preflight, preflight_async
 from fake_worker import Leaf, make_leaf
 
 
@@ -21,7 +22,13 @@ class TlsServer:
     """A bare TLS listener that completes handshakes and closes; for pre-flight tests."""
 
     def __init__(
-        self, tmp: Path, leaf: Leaf, *, version: ssl.TLSVersion, extra_chain: bytes = b""
+        self,
+        tmp: Path,
+        leaf: Leaf,
+        *,
+        version: ssl.TLSVersion,
+        extra_chain: bytes = b"",
+        alpn: list[str] | None = None,
     ) -> None:
         cert = tmp / "chain.pem"
         key = tmp / "key.pem"
@@ -30,6 +37,7 @@ class TlsServer:
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         self.ctx.maximum_version = version
+        self.ctx.set_alpn_protocols(["h2"] if alpn is None else alpn)
         self.ctx.load_cert_chain(cert, key)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -96,6 +104,15 @@ def test_extra_chain_certificate_is_refused(serve, leaf: Leaf) -> None:  # type:
     assert "2 certificates" in str(info.value)
 
 
+def test_a_listener_agreeing_to_no_h2_is_refused(serve, leaf: Leaf) -> None:  # type: ignore[no-untyped-def]
+    # The pinned leaf over TLS 1.3, but no HTTP/2 through ALPN: refused in the pre-flight,
+    # before the bearer (C4; the case pin-checks.c4.no-h2-alpn).
+    endpoint = serve(leaf, version=ssl.TLSVersion.TLSv1_3, alpn=["http/1.1"])
+    with pytest.raises(TlsPolicyError) as info:
+        preflight(endpoint, leaf.sha256, parse_leaf_certificate(leaf.cert_pem), 5.0)
+    assert info.value.reason == "TLS_HANDSHAKE"
+
+
 def test_nothing_listening_is_a_transport_error(leaf: Leaf) -> None:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -124,3 +141,29 @@ async def test_async_preflight_rules(serve, leaf: Leaf) -> None:  # type: ignore
             anchor,
             5.0,
         )
+
+
+def test_a_handshake_nobody_answers_ends_once_the_worker_is_gone(leaf: Leaf) -> None:
+    # A sidecar worker exited but a child kept its listening socket: the TCP connection
+    # is made and nobody answers. The handshake ends when gone() says so, not at the
+    # connect timeout (the case sidecar.exit-keeping-socket-during-connect).
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    try:
+        endpoint = Endpoint("127.0.0.1", listener.getsockname()[1])
+        exited_at = time.monotonic() + 0.3
+        started = time.monotonic()
+        with pytest.raises(TransportError) as info:
+            open_verified(
+                endpoint,
+                leaf.sha256,
+                parse_leaf_certificate(leaf.cert_pem),
+                10.0,
+                drop_is_refusal=False,
+                gone=lambda: time.monotonic() >= exited_at,
+            )
+        assert info.value.reason == "UNREACHABLE"
+        assert time.monotonic() - started < 3.0
+    finally:
+        listener.close()

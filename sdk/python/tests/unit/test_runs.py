@@ -42,6 +42,30 @@ def test_create_definite_errors_carry_the_key(fake: FakeWorker, client: colossus
     assert info.value.reason == colossus.ErrorReason.IDEMPOTENCY_CONFLICT
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rate_limit_retries": 11},
+        {"mode": "NOT_A_MODE"},
+        {"end_user_id": "not a valid user id"},
+        {"max_turns": -1},
+    ],
+    ids=["retries", "mode", "end_user_id", "max_turns"],
+)
+def test_a_create_refused_locally_carries_the_key(
+    fake: FakeWorker, client: colossus.Client, kwargs: dict[str, object]
+) -> None:
+    # Refused before the request leaves the process, in every SDK with the key it would
+    # have carried (the case idempotency.local-refusal-*).
+    with pytest.raises(colossus.ColossusError) as info:
+        client.runs.create("hello", idempotency_key="local-key.1", **kwargs)  # type: ignore[arg-type]
+    assert info.value.idempotency_key == "local-key.1"
+    with pytest.raises(colossus.ColossusError) as generated:
+        client.runs.create("hello", **kwargs)  # type: ignore[arg-type]
+    assert (generated.value.idempotency_key or "").startswith("py-")
+    assert "CreateRun" not in fake.methods()
+
+
 @pytest.mark.parametrize("method", ["CancelRun", "RespondInteraction"])
 def test_other_mutations_are_never_retried(
     fake: FakeWorker, client: colossus.Client, method: str

@@ -50,7 +50,7 @@ pub(crate) fn program_not_found(program: &str, cause: std::io::Error) -> Error {
         reasons::SIDECAR_PROGRAM_NOT_FOUND,
         format!(
             "the sidecar worker program {program:?} was not found: install the worker \
-             (e.g. pip install colossus-reference-worker) or set the executable of \
+             (the reference worker: pip install ./conformance in a checkout of colossus-sdks) or set the executable of \
              SidecarOptions to its absolute path"
         ),
     )

@@ -145,7 +145,7 @@ async fn a_missing_program_is_named_with_the_fix() {
     assert_eq!(err.metadata()["program"], "/nonexistent/colossus-worker");
     assert!(
         err.message()
-            .contains("pip install colossus-reference-worker")
+            .contains("pip install ./conformance")
     );
 }
 

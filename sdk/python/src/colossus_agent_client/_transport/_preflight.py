@@ -22,6 +22,8 @@ import functools
 import hmac
 import socket
 import ssl
+import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -106,6 +108,10 @@ def _check_session(tls: Any, expected_pin: str) -> str:
             f"(expected {expected_pin}, found {live_pin})",
             metadata={"expected": expected_pin, "actual": live_pin},
         )
+    if tls.selected_alpn_protocol() != "h2":
+        # gRPC is HTTP/2 only: a listener that did not agree to h2 is refused before the
+        # first request, so before the bearer (C4).
+        raise TlsPolicyError("the worker did not agree to HTTP/2 through ALPN (h2)")
     return live_pin
 
 
@@ -134,6 +140,34 @@ def _classify(exc: BaseException, *, connected: bool, drop_is_refusal: bool = Tr
     )
 
 
+# How often a handshake waiting for the worker asks whether it exited.
+_GONE_POLL_SECONDS = 0.1
+
+
+class _WorkerGoneError(Exception):
+    """The worker exited during the handshake (raised inside open_verified only)."""
+
+
+def _handshake(tls: ssl.SSLSocket, timeout: float, gone: Callable[[], bool] | None) -> None:
+    """The TLS handshake within ``timeout``, ended early once ``gone()`` is true."""
+    if gone is None:
+        tls.do_handshake()
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        tls.settimeout(max(0.001, min(_GONE_POLL_SECONDS, left)))
+        try:
+            tls.do_handshake()
+            break
+        except TimeoutError:
+            if gone():
+                raise _WorkerGoneError from None
+            if time.monotonic() >= deadline:
+                raise
+    tls.settimeout(timeout)
+
+
 def open_verified(
     endpoint: Endpoint,
     expected_pin: str,
@@ -141,6 +175,7 @@ def open_verified(
     timeout: float,
     *,
     drop_is_refusal: bool = True,
+    gone: Callable[[], bool] | None = None,
 ) -> ssl.SSLSocket:
     """Opens a TLS connection that passed every check, or raises the typed refusal.
 
@@ -149,6 +184,9 @@ def open_verified(
     restart resets connections too), so it is probed with a TLS 1.2 hello: a listener that
     answers it is refused with ``TlsPolicyError``; otherwise the drop is a retryable
     ``TransportError``. An explicit TLS alert or a wrong certificate is a refusal either way.
+
+    ``gone()`` (a sidecar's) says the worker exited: the handshake then ends at once as
+    ``UNREACHABLE``, even when a child kept the listening socket and nobody will answer.
     """
     context = _tls13_context(anchor)
     try:
@@ -161,13 +199,20 @@ def open_verified(
     raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     tls: ssl.SSLSocket | None = None
     try:
-        tls = context.wrap_socket(raw, server_hostname=endpoint.host)
+        tls = context.wrap_socket(raw, server_hostname=endpoint.host, do_handshake_on_connect=False)
+        _handshake(tls, timeout, gone)
         _check_session(tls, expected_pin)
     except BaseException as exc:
         (tls or raw).close()
         raw.close()
         if isinstance(exc, PinMismatchError | TlsPolicyError):
             raise
+        if isinstance(exc, _WorkerGoneError):
+            raise TransportError(
+                "the sidecar worker exited during the TLS handshake",
+                code=grpc.StatusCode.UNAVAILABLE,
+                reason=LocalReason.UNREACHABLE,
+            ) from None
         # A FIN before any TLS byte surfaces as SSLEOFError, a reset as ConnectionError:
         # both are a silent drop, which only the probe can tell from a policy refusal.
         if not drop_is_refusal and isinstance(exc, ConnectionError | ssl.SSLEOFError):

@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -108,6 +109,8 @@ class TrustRelay:
         self._pin = expected_pin
         self._anchor = anchor
         self._timeout = timeout
+        # Set by a sidecar's connect: whether its worker exited (a handshake then ends).
+        self.gone: Callable[[], bool] | None = None
         self._lock = threading.Lock()
         # With preflight_first, grpcio may connect while preflight() runs: its connection
         # then waits for that verdict and takes the verified connection, one handshake.
@@ -220,6 +223,7 @@ class TrustRelay:
                 self._anchor,
                 self._timeout,
                 drop_is_refusal=drop_is_refusal,
+                gone=self.gone,
             )
         except (PinMismatchError, TlsPolicyError) as refusal:
             # Recorded before grpcio's connection is closed, so whoever sees the failed

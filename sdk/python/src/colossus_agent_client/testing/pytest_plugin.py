@@ -9,8 +9,8 @@ Enable in ``conftest.py`` with ``pytest_plugins = ["colossus_agent_client.testin
     A :class:`~colossus_agent_client.Client` connected to the real reference worker, started as a
     private sidecar for the test and stopped after it. The executable is
     ``$COLOSSUS_REFERENCE_WORKER`` or ``colossus-reference-worker`` on ``PATH``
-    (``pip install colossus-reference-worker``); without it the fixture fails with an
-    explanation rather than skipping.
+    (``pip install ./conformance`` in a checkout of colossus-sdks); without it the fixture
+    fails with an explanation rather than skipping.
 """
 
 from __future__ import annotations
