@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import net, { type AddressInfo } from "node:net";
 import path from "node:path";
+import tls from "node:tls";
 import { after, describe, it } from "node:test";
 import { Client, TlsPolicyError, TransportError, TrustError, type CredentialProvider } from "../src/index.js";
 import { BEARER, INSTANCE_ID, fixture, startFakeWorker, writeDiscovery, type FakeWorker } from "./helpers/fake-worker.js";
@@ -105,6 +106,24 @@ describe("a handshake the server ends without a TLS byte", () => {
     });
     assert.equal(provider.calls, 0);
     assert.ok(listener.accepted() >= 4, "each of the 3 attempts reached the listener, with its probe");
+  });
+});
+
+describe("a listener with the pinned leaf over TLS 1.3 that does not agree to HTTP/2 (C4)", () => {
+  it("is refused as a TLS policy error before the bearer is loaded", async () => {
+    const worker = await genuine();
+    const listener = tls.createServer({ cert: fixture("leaf.pem"), key: fixture("leaf.key"), minVersion: "TLSv1.3", ALPNProtocols: ["http/1.1"] }, (socket) => {
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+    cleanups.push(() => new Promise((resolve) => listener.close(() => { resolve(); })));
+    const provider = new CountingProvider();
+    await assert.rejects(connectThrough(worker, (listener.address() as AddressInfo).port, provider, 1), (e: unknown) => {
+      assert.ok(e instanceof TlsPolicyError, `got ${String(e)}`);
+      assert.equal(e.reason, "TLS_HANDSHAKE");
+      return true;
+    });
+    assert.equal(provider.calls, 0);
   });
 });
 

@@ -116,7 +116,7 @@ export function openVerifiedSocket(
     if (event === "secureConnect" && !verified) {
       verified = true;
       clearTimeout(timer);
-      const failure = checkPresentedChain(socket, recorder.takeRecording(), keylog, target.pin);
+      const failure = checkPresentedChain(socket, recorder.takeRecording(), keylog, target.pin) ?? checkAlpn(socket, options.alpn);
       keylog.length = 0;
       if (failure !== null) {
         options.onTrustFailure?.(failure);
@@ -158,6 +158,18 @@ export function openVerifiedSocket(
     clearTimeout(timer);
   });
   return socket;
+}
+
+/**
+ * C4: a listener that presents the pinned leaf over TLS 1.3 but does not agree to one of the
+ * protocols asked for through ALPN (HTTP/2) is refused before any request, and so before the
+ * bearer exists, as in every SDK.
+ */
+function checkAlpn(socket: tls.TLSSocket, wanted: readonly string[] | undefined): TrustError | null {
+  if (wanted === undefined) return null;
+  const agreed = socket.alpnProtocol;
+  if (typeof agreed === "string" && wanted.includes(agreed)) return null;
+  return new TlsPolicyError(`the worker did not agree to ${wanted.join(" or ")} through ALPN`, { reason: "TLS_HANDSHAKE" });
 }
 
 /** Turns OpenSSL's handshake refusals into the SDK's typed trust errors. */
