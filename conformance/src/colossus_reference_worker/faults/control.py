@@ -16,6 +16,7 @@ import socket
 import stat
 import tempfile
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .hooks import FaultState
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 # Longest request line accepted; a fault list is a few hundred bytes.
 MAX_LINE_BYTES = 1 << 20
 MAX_CASE_NAME = 256
+# Longest gap of an in-process restart (``restart``'s ``down_seconds``).
+MAX_RESTART_DOWN_SECONDS = 5.0
 
 
 class FaultControlServer:
@@ -37,6 +40,9 @@ class FaultControlServer:
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._closing = threading.Event()
+        # Set by the serving loop: restarts the worker inside this process (``restart`` op).
+        self.restart_handler: Callable[[float], None] | None = None
+        self._restart_lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -129,6 +135,26 @@ class FaultControlServer:
             log.exception("fault-control request failed")
             return {"ok": False, "error": "internal error"}
 
+    def _restart(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A graceful stop and a fresh start inside this process; answers once serving again."""
+        if set(request) - {"op", "down_seconds"}:
+            raise FaultSpecError("restart takes only down_seconds")
+        down = request.get("down_seconds", 0)
+        if isinstance(down, bool) or not isinstance(down, (int, float)) or not (
+            0 <= down <= MAX_RESTART_DOWN_SECONDS
+        ):
+            raise FaultSpecError(f"down_seconds must be 0 to {MAX_RESTART_DOWN_SECONDS:g}")
+        handler = self.restart_handler
+        if handler is None:
+            return {"ok": False, "error": "this worker cannot restart in place"}
+        with self._restart_lock:  # one restart at a time, whoever asks
+            try:
+                handler(float(down))
+            except Exception as exc:
+                log.warning("in-place restart failed: %s", exc)
+                return {"ok": False, "error": f"restart failed: {exc}"}
+        return {"ok": True}
+
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "begin_case":
@@ -154,4 +180,6 @@ class FaultControlServer:
             return {"ok": True, "in_progress": self.state.observations.handshakes_in_progress()}
         if op == "ping":
             return {"ok": True, "case": self.state.case}
+        if op == "restart":
+            return self._restart(request)
         return {"ok": False, "error": f"unknown op {op!r}"}

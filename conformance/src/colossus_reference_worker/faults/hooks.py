@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import datetime
 import threading
 from collections import deque
@@ -175,6 +176,19 @@ class FaultHooks(WorkerHooks):
     ) -> None:
         self.state = state or FaultState()
         self.listener = listener
+        # Added to the listener's connection IDs and the watch call indexes, which start
+        # at 1 in every lifetime: after an in-place restart they stay unique in the record.
+        self._id_base = 0
+
+    def new_lifetime(self) -> None:
+        """The worker restarts inside this process (the fault channel's ``restart`` op)."""
+        self._id_base += 1 << 32
+        self.state.observations.forget_handshakes_in_progress()
+
+    def _watch_ctx(self, ctx: WatchContext) -> WatchContext:
+        if not self._id_base:
+            return ctx
+        return dataclasses.replace(ctx, call_index=ctx.call_index + self._id_base)
 
     # -- listener --------------------------------------------------------
 
@@ -191,16 +205,18 @@ class FaultHooks(WorkerHooks):
     # -- observation ------------------------------------------------------
 
     def on_accept(self, conn_id: int) -> None:
-        self.state.observations.accepted(conn_id)
+        self.state.observations.accepted(conn_id + self._id_base)
 
     def on_connection(self, conn_id: int, tls_version: str | None, handshake_ok: bool) -> None:
-        self.state.observations.connection(conn_id, tls_version, handshake_ok)
+        self.state.observations.connection(conn_id + self._id_base, tls_version, handshake_ok)
 
     def drop_connection(self) -> bool:
         return self.state.take_silent_close()
 
     def on_rpc(self, conn_id: int, method: str, bearer_presented: bool) -> None:
-        self.state.observations.rpc(conn_id, method, bearer_presented)
+        # conn_id 0 means unknown and stays 0.
+        known = conn_id + self._id_base if conn_id else 0
+        self.state.observations.rpc(known, method, bearer_presented)
 
     def alter_reply(self, method: str, request: Any, reply: Any) -> Any:
         if method == "ArtifactService/UploadArtifact":
@@ -218,7 +234,7 @@ class FaultHooks(WorkerHooks):
         return rewrite_download(fault, replies, _api_error) if fault is not None else replies
 
     def on_watch(self, ctx: WatchContext) -> None:
-        self.state.watch_number(ctx)
+        self.state.watch_number(self._watch_ctx(ctx))
 
     # -- unary faults -------------------------------------------------------
 
@@ -254,7 +270,7 @@ class FaultHooks(WorkerHooks):
     def wrap_watch(
         self, ctx: WatchContext, events: AsyncIterator[RunEvent]
     ) -> AsyncIterator[RunEvent]:
-        _, faults = self.state.watch_number(ctx)
+        _, faults = self.state.watch_number(self._watch_ctx(ctx))
         refused = self.state.take_rpc_fault("RunService/WatchRun", after_commit=False)
         if not faults and refused is None:
             return events

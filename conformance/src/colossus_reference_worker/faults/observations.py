@@ -80,6 +80,11 @@ class ObservationLog:
         with self._lock:
             return len(self._in_handshake)
 
+    def forget_handshakes_in_progress(self) -> None:
+        """The worker stopped (an in-place restart): handshakes it had not finished never will."""
+        with self._lock:
+            self._in_handshake.clear()
+
     def connection(self, conn_id: int, tls_version: str | None, ok: bool) -> None:
         with self._lock:
             self._in_handshake.discard(conn_id)
