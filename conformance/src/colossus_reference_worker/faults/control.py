@@ -42,6 +42,8 @@ class FaultControlServer:
         self._closing = threading.Event()
         # Set by the serving loop: restarts the worker inside this process (``restart`` op).
         self.restart_handler: Callable[[float], None] | None = None
+        # Set by the serving loop: starts a worker a ``shutdown`` fault left stopped.
+        self.resume_handler: Callable[[float], None] | None = None
         self._restart_lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------
@@ -135,6 +137,16 @@ class FaultControlServer:
             log.exception("fault-control request failed")
             return {"ok": False, "error": "internal error"}
 
+    def _resume(self) -> None:
+        """A worker a ``shutdown`` fault stopped serves again before the next case."""
+        handler = self.resume_handler
+        if handler is not None:
+            with self._restart_lock:
+                try:
+                    handler(0.0)
+                except Exception as exc:
+                    log.warning("starting the worker again failed: %s", exc)
+
     def _restart(self, request: dict[str, Any]) -> dict[str, Any]:
         """A graceful stop and a fresh start inside this process; answers once serving again."""
         if set(request) - {"op", "down_seconds"}:
@@ -166,12 +178,16 @@ class FaultControlServer:
             keep = request.get("keep_observations", False)
             if not isinstance(keep, bool):
                 raise FaultSpecError("keep_observations must be true or false")
-            self.state.begin(case, parse_plan(request.get("faults")), keep_observations=keep)
+            plan = parse_plan(request.get("faults"))
+            if not keep:
+                self._resume()
+            self.state.begin(case, plan, keep_observations=keep)
             return {"ok": True, "case": case}
         if op == "observations":
             return {"ok": True, "case": self.state.case,
                     "observations": self.state.observations.snapshot()}
         if op == "end_case":
+            self._resume()
             case = self.state.case
             observations = self.state.observations.snapshot()
             self.state.end()

@@ -17,7 +17,7 @@ import dataclasses
 import datetime
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from grpclib.const import Status
@@ -26,7 +26,7 @@ from ..fault_flags import ListenerVariant
 from ..hooks import WatchContext, WorkerHooks
 from .listener import build_listener_context
 from .observations import ObservationLog
-from .plan import FaultPlan, RpcFault, WatchFault
+from .plan import FaultPlan, RpcFault, Shutdown, WatchFault
 from .replies import ReplyFault, alter_upload, repeat_page, rewrite_download
 
 if TYPE_CHECKING:
@@ -130,6 +130,16 @@ class FaultState:
             self.observations.silent_close()
             return True
 
+    def take_shutdown(self, method: str) -> Shutdown | None:
+        """Consume the armed ``shutdown`` fault if ``method`` is the call it waits for."""
+        with self.lock:
+            fault = self.plan.shutdown
+            if fault is None or fault.method != method:
+                return None
+            self.plan.shutdown = None
+            self.observations.shutdown()
+            return fault
+
     def take_rpc_fault(self, method: str, *, after_commit: bool) -> RpcFault | None:
         """Consume one use of the first matching ``rpc_fail``, if any is left."""
         with self.lock:
@@ -176,6 +186,9 @@ class FaultHooks(WorkerHooks):
     ) -> None:
         self.state = state or FaultState()
         self.listener = listener
+        # Set by the serving loop: begins the worker's graceful stop in this process
+        # (``shutdown`` fault); takes the seconds until it starts again, or None.
+        self.begin_shutdown: Callable[[float | None], None] | None = None
         # Added to the listener's connection IDs and the watch call indexes, which start
         # at 1 in every lifetime: after an in-place restart they stay unique in the record.
         self._id_base = 0
@@ -256,6 +269,10 @@ class FaultHooks(WorkerHooks):
         return info
 
     async def before_unary(self, method: str) -> None:
+        if self.begin_shutdown is not None and (stop := self.state.take_shutdown(method)):
+            # The worker begins its stop with this call in flight; the stop ends the call.
+            self.begin_shutdown(stop.down_seconds)
+            await asyncio.Event().wait()
         fault = self.state.take_rpc_fault(method, after_commit=False)
         if fault is not None:
             raise _api_error(fault.code, fault.reason)

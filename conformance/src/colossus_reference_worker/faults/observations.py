@@ -56,6 +56,7 @@ class ObservationLog:
         self._watch_cursors: list[int] = []
         self._bearer_seen = False
         self._silent_closes = 0
+        self._shutdowns = 0
 
     def reset(self) -> None:
         """Start a fresh record (``begin_case``)."""
@@ -108,6 +109,10 @@ class ObservationLog:
         with self._lock:
             self._silent_closes += 1
 
+    def shutdown(self) -> None:
+        with self._lock:
+            self._shutdowns += 1
+
     def watch(self, after_sequence: int) -> None:
         with self._lock:
             self._watch_cursors.append(after_sequence)
@@ -121,4 +126,5 @@ class ObservationLog:
                 "watch_cursors": list(self._watch_cursors),
                 "bearer_seen": self._bearer_seen,
                 "silent_closes": self._silent_closes,
+                "shutdowns": self._shutdowns,
             }
