@@ -126,9 +126,14 @@ def _check_series(step: dict[str, Any]) -> None:
             raise SyncPlanError(f"step {step['id']}: {unsupported} does not go with times")
     for name in ("interval_seconds", "down_seconds"):
         value = args.get(name, 0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_SERIES_SECONDS:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= MAX_SERIES_SECONDS
+        ):
             raise SyncPlanError(
-                f"step {step['id']}: {name} must be 0-{MAX_SERIES_SECONDS:g} seconds with times, not {value!r}"
+                f"step {step['id']}: {name} must be 0-{MAX_SERIES_SECONDS:g} seconds "
+                f"with times, not {value!r}"
             )
 
 
@@ -304,9 +309,14 @@ class _Series:
         report = {
             "id": self.action["id"],
             "op": self.action["op"],
-            "value": {"restarts": self.done, "before_result": before_result, "seconds_before_result": seconds},
+            "value": {
+                "restarts": self.done,
+                "before_result": before_result,
+                "seconds_before_result": seconds,
+            },
         }
         problem = None
         if self.error is not None:
-            problem = f"runner action {self.action['id']}: restart {self.done + 1} of {self.times} failed: {self.error}"
+            which = f"restart {self.done + 1} of {self.times}"
+            problem = f"runner action {self.action['id']}: {which} failed: {self.error}"
         return report, problem
