@@ -59,6 +59,11 @@ class FaultControl:
             time.sleep(0.01)
         return pending
 
+    def restart_in_place(self, down_seconds: float = 0.0) -> None:
+        """A graceful stop and a fresh start inside the worker's process; returns once it
+        serves again (the ``restart`` op)."""
+        self.request({"op": "restart", "down_seconds": down_seconds})
+
     def end_case(self) -> None:
         self.request({"op": "end_case"})
 

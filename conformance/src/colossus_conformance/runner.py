@@ -757,6 +757,7 @@ def merge_observations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "watch_cursors": list(a.get("watch_cursors", [])) + list(b.get("watch_cursors", [])),
         "bearer_seen": bool(a.get("bearer_seen")) or bool(b.get("bearer_seen")),
         "silent_closes": int(a.get("silent_closes", 0)) + int(b.get("silent_closes", 0)),
+        "shutdowns": int(a.get("shutdowns", 0)) + int(b.get("shutdowns", 0)),
     }
 
 

@@ -10,6 +10,12 @@ wrong listener), releases the client, and brings the worker back after
 reported), optionally dropping its first ``silent_closes`` connections silently.
 The client then carries on with the same SDK client and the same in-flight watch,
 which is what a restart really looks like to an application.
+
+With ``times: N`` the action is a series instead: the runner releases the client at
+once and, while it carries on, restarts the worker N times inside its own process
+(the fault channel's ``restart`` op: the SIGTERM path, then a fresh start on the same
+port), ``interval_seconds`` of serving between two restarts and ``down_seconds`` of
+closed listener in each.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
     from .worker import ManagedWorker
 
 UNTIL_RESULT = "until_result"
+# Bounds of a series of in-place restarts (``times``).
+MAX_TIMES = 100
+MAX_SERIES_SECONDS = 5.0
 
 
 class SyncPlanError(ValueError):
@@ -77,7 +86,9 @@ def check_plan(steps: list[dict[str, Any]], cross_sdk: bool) -> None:
                     f"step {step['id']}: sync point {target} already has action {bound[target]}"
                 )
             bound[target] = step["id"]
-        if step["op"] == "restart_worker":
+        if step["op"] == "restart_worker" and "times" in args:
+            _check_series(step)
+        elif step["op"] == "restart_worker":
             down = args.get("down_seconds", 0)
             if down == UNTIL_RESULT and not is_bound(step):
                 raise SyncPlanError(f"step {step['id']}: down_seconds {UNTIL_RESULT} needs at_sync")
@@ -98,6 +109,32 @@ def check_plan(steps: list[dict[str, Any]], cross_sdk: bool) -> None:
     unbound = sorted(points - set(bound))
     if unbound:
         raise SyncPlanError(f"sync point(s) {', '.join(unbound)} have no runner action (at_sync)")
+
+
+def _check_series(step: dict[str, Any]) -> None:
+    """A series of in-place restarts: at a sync point, graceful, the genuine listener."""
+    args = step["args"]
+    times = args["times"]
+    if isinstance(times, bool) or not isinstance(times, int) or not 1 <= times <= MAX_TIMES:
+        raise SyncPlanError(f"step {step['id']}: times must be an integer 1-{MAX_TIMES}, not {times!r}")
+    if not is_bound(step):
+        raise SyncPlanError(f"step {step['id']}: times needs at_sync")
+    if args.get("mode", "term") != "term":
+        raise SyncPlanError(f"step {step['id']}: a series of restarts is graceful (mode term)")
+    for unsupported in ("listener", "silent_closes"):
+        if unsupported in args:
+            raise SyncPlanError(f"step {step['id']}: {unsupported} does not go with times")
+    for name in ("interval_seconds", "down_seconds"):
+        value = args.get(name, 0)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= MAX_SERIES_SECONDS
+        ):
+            raise SyncPlanError(
+                f"step {step['id']}: {name} must be 0-{MAX_SERIES_SECONDS:g} seconds "
+                f"with times, not {value!r}"
+            )
 
 
 class SyncActions:
@@ -122,6 +159,7 @@ class SyncActions:
         self._reports: list[dict[str, Any]] = []
         self._starter: threading.Thread | None = None
         self._down_until_result: tuple[dict[str, Any], float] | None = None
+        self._series: _Series | None = None
 
     # -- called by ClientProcess while the client waits ---------------------------
 
@@ -130,6 +168,13 @@ class SyncActions:
         self.reached.append(step_id)
         action = self.actions[step_id]
         self._join()
+        if "times" in action.get("args", {}):
+            if self.worker is None or self.worker.control is None:
+                self.problems.append(f"runner action {action['id']}: this case has no worker to restart")
+                return
+            self._finish_series()
+            self._series = _Series(action, self.worker)
+            return
         try:
             if self.worker is None:
                 raise RuntimeError("this case has no worker to restart")
@@ -154,7 +199,9 @@ class SyncActions:
     # -- called by the runner once the client's instruction is over ---------------
 
     def finish(self) -> None:
-        """Brings a worker that is still down back up (``until_result``, or a late start)."""
+        """Brings a worker that is still down back up (``until_result``, or a late start),
+        and waits for a series of restarts to end."""
+        self._finish_series()
         self._join()
         if self._down_until_result is not None:
             action, stopped = self._down_until_result
@@ -211,7 +258,65 @@ class SyncActions:
             self.problems.append(f"runner action {action['id']}: the worker did not come back: {exc}")
         self._reports.append({"id": action["id"], "op": action["op"], "value": {"down_seconds": down}})
 
+    def _finish_series(self) -> None:
+        if self._series is not None:
+            series, self._series = self._series, None
+            report, problem = series.finish()
+            self._reports.append(report)
+            if problem:
+                self.problems.append(problem)
+
     def _join(self) -> None:
         if self._starter is not None:
             self._starter.join()
             self._starter = None
+
+
+class _Series:
+    """``times`` in-place restarts of the worker on a thread of their own, while the client
+    carries on; each waits ``interval_seconds`` of serving first."""
+
+    def __init__(self, action: dict[str, Any], worker: ManagedWorker):
+        args = action["args"]
+        self.action = action
+        self.control = worker.control
+        self.times = int(args["times"])
+        self.interval = float(args.get("interval_seconds", 0))
+        self.down = float(args.get("down_seconds", 0))
+        self.done = 0
+        self.error: str | None = None
+        self.started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"restarts-{action['id']}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        assert self.control is not None
+        for _ in range(self.times):
+            time.sleep(self.interval)
+            try:
+                self.control.restart_in_place(self.down)
+            except Exception as exc:
+                self.error = str(exc)
+                return
+            self.done += 1
+
+    def finish(self) -> tuple[dict[str, Any], str | None]:
+        """Called once the client reported: waits for the remaining restarts; returns the
+        action's report and a problem, if the worker failed to restart."""
+        before_result = self.done
+        seconds = round(time.monotonic() - self.started, 3)
+        self._thread.join()
+        report = {
+            "id": self.action["id"],
+            "op": self.action["op"],
+            "value": {
+                "restarts": self.done,
+                "before_result": before_result,
+                "seconds_before_result": seconds,
+            },
+        }
+        problem = None
+        if self.error is not None:
+            which = f"restart {self.done + 1} of {self.times}"
+            problem = f"runner action {self.action['id']}: {which} failed: {self.error}"
+        return report, problem

@@ -469,3 +469,10 @@ class Listener:
     def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+
+    def abort_all(self) -> None:
+        """Drop every connection still open, as the process's exit would (its sockets
+        close under the peer); for a worker restarted inside its own process."""
+        for slot in list(self.slots.values()):
+            slot.raw.abort()
+            slot.release()

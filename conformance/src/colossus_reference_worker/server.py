@@ -197,6 +197,11 @@ class RunningWorker:
             self._plugin.close()
         self._workspace.close()
 
+    def abort_connections(self) -> None:
+        """After :meth:`stop`, drop the connections it left open, as an exiting process
+        would; a worker restarted inside its process (the fault channel) calls it."""
+        self._listener.abort_all()
+
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 

@@ -235,7 +235,7 @@ def test_observations_reset_per_case(faulty, case):
     case([])
     obs = faulty.control.observations()
     assert obs == {"connections": [], "rpc_calls": {}, "watch_cursors": [],
-                   "bearer_seen": False, "silent_closes": 0}
+                   "bearer_seen": False, "silent_closes": 0, "shutdowns": 0}
 
 
 def test_rpc_fail_on_artifact_calls(faulty, case):

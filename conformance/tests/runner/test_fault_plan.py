@@ -135,3 +135,81 @@ def test_get_run_other_run_names_another_run_and_nothing_else() -> None:
     altered = other_run(genuine)
     assert altered.run.run_id == "run_abc2" and altered.run.last_sequence == 4
     assert genuine.run.run_id == "run_abc1"  # the handler's own reply is untouched
+
+
+def test_a_shutdown_fault_names_one_unary_call():
+    plan = parse_plan([{"kind": "shutdown", "rpc": "GetServerInfo"}])
+    assert plan.shutdown is not None
+    assert plan.shutdown.method == "SystemService/GetServerInfo"
+    assert plan.shutdown.down_seconds is None  # down until the case ends
+    timed = parse_plan([{"kind": "shutdown", "rpc": "RunService/GetRun", "down_seconds": 1}])
+    assert timed.shutdown is not None and timed.shutdown.down_seconds == 1.0
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        [{"kind": "shutdown"}],
+        [{"kind": "shutdown", "rpc": "WatchRun"}],
+        [{"kind": "shutdown", "rpc": "Nope"}],
+        [{"kind": "shutdown", "rpc": "GetRun", "down_seconds": 6}],
+        [{"kind": "shutdown", "rpc": "GetRun", "down_seconds": True}],
+        [{"kind": "shutdown", "rpc": "GetRun", "count": 2}],
+        [{"kind": "shutdown", "rpc": "GetRun"}, {"kind": "shutdown", "rpc": "CreateRun"}],
+    ],
+)
+def test_bad_shutdown_faults_are_refused(faults):
+    with pytest.raises(FaultSpecError):
+        parse_plan(faults)
+
+
+def test_the_shutdown_fault_is_taken_once_by_its_method():
+    from colossus_reference_worker.faults.hooks import FaultState
+
+    state = FaultState()
+    state.begin("case", parse_plan([{"kind": "shutdown", "rpc": "CreateRun"}]))
+    assert state.take_shutdown("RunService/GetRun") is None
+    assert state.take_shutdown("RunService/CreateRun") is not None
+    assert state.take_shutdown("RunService/CreateRun") is None
+    assert state.observations.snapshot()["shutdowns"] == 1
+
+
+def test_shutdown_stops_the_worker_with_the_call_in_flight():
+    from colossus_reference_worker.faults.hooks import FaultHooks
+
+    hooks = FaultHooks()
+    hooks.state.begin("case", parse_plan([{"kind": "shutdown", "rpc": "GetRun", "down_seconds": 0.5}]))
+    begun: list[float | None] = []
+    hooks.begin_shutdown = begun.append
+
+    async def call() -> bool:
+        task = asyncio.ensure_future(hooks.before_unary("RunService/GetRun"))
+        await asyncio.sleep(0.05)
+        in_flight = not task.done()
+        task.cancel()  # what the stop does to the call
+        return in_flight
+
+    assert asyncio.run(call()) is True
+    assert begun == [0.5]
+    asyncio.run(hooks.before_unary("RunService/GetRun"))  # used up: later calls go through
+
+
+def test_a_new_lifetime_keeps_connection_and_watch_numbers_apart():
+    from colossus_reference_worker.faults.hooks import FaultHooks
+    from colossus_reference_worker.hooks import WatchContext
+
+    hooks = FaultHooks()
+    hooks.state.begin("case", parse_plan([]))
+    hooks.on_accept(1)
+    hooks.on_connection(1, "TLSv1.3", True)
+    hooks.on_watch(WatchContext(call_index=1, application_id="a", run_id="run_1", after_sequence=0))
+    hooks.on_accept(2)  # its handshake never ends: the worker stops first
+    hooks.new_lifetime()
+    assert hooks.state.observations.handshakes_in_progress() == 0
+    hooks.on_accept(1)  # the listener of the new lifetime counts from 1 again
+    hooks.on_connection(1, "TLSv1.3", True)
+    hooks.on_rpc(1, "RunService/WatchRun", True)
+    hooks.on_watch(WatchContext(call_index=1, application_id="a", run_id="run_1", after_sequence=4))
+    seen = hooks.state.observations.snapshot()
+    assert [c["id"] for c in seen["connections"]] == [1, 2]
+    assert seen["watch_cursors"] == [0, 4]

@@ -289,3 +289,95 @@ def test_keep_observations_keeps_what_a_restarted_worker_saw_before_it_was_armed
     assert control.handle({"op": "observations"})["observations"]["watch_cursors"] == []
     with pytest.raises(FaultSpecError, match="keep_observations must be true or false"):
         control.handle({"op": "begin_case", "case": "c", "faults": [], "keep_observations": "yes"})
+
+
+# -- a series of in-place restarts ------------------------------------------------------------
+
+
+def series_plan(**args):
+    return [
+        {"id": "s", "op": "sync"},
+        {"id": "r", "op": "restart_worker", "args": {"at_sync": "s", "mode": "term", **args}},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"times": 0}, "times must be an integer 1-100"),
+        ({"times": 101}, "times must be an integer 1-100"),
+        ({"times": True}, "times must be an integer 1-100"),
+        ({"times": 3, "mode": "kill"}, "graceful"),
+        ({"times": 3, "listener": "tls12"}, "listener does not go with times"),
+        ({"times": 3, "silent_closes": 1}, "silent_closes does not go with times"),
+        ({"times": 3, "interval_seconds": 6}, "interval_seconds must be 0-5"),
+        ({"times": 3, "down_seconds": "until_result"}, "down_seconds must be 0-5"),
+    ],
+)
+def test_bad_restart_series_are_refused(validator, args, message):
+    doc = document(series_plan(**args))
+    doc["cases"][0]["assert"] = [{"path": "steps.s.value", "exists": True}]
+    with pytest.raises(CatalogueError, match=message):
+        parse_document(doc, validator, "selftest.yaml")
+
+
+def test_a_series_needs_a_sync_point():
+    with pytest.raises(sync_points.SyncPlanError, match="times needs at_sync"):
+        sync_points.check_plan([{"id": "r", "op": "restart_worker", "args": {"times": 2}}], False)
+
+
+class FakeControl:
+    def __init__(self, fail_at=None):
+        self.restarts = []
+        self.fail_at = fail_at
+
+    def restart_in_place(self, down_seconds=0.0):
+        if self.fail_at is not None and len(self.restarts) + 1 == self.fail_at:
+            raise RuntimeError("the worker did not come back")
+        time.sleep(0.01)
+        self.restarts.append(down_seconds)
+
+
+class SeriesWorker(FakeWorker):
+    def __init__(self, control):
+        super().__init__()
+        self.control = control
+
+
+def test_a_series_releases_the_client_at_once_and_reports_every_restart():
+    control = FakeControl()
+    worker = SeriesWorker(control)
+    actions = actions_for(
+        {"mode": "term", "times": 5, "interval_seconds": 0.05, "down_seconds": 0.02}, worker
+    )
+    started = time.monotonic()
+    actions.on_sync("w")
+    assert time.monotonic() - started < 0.05, "the client is released before the first restart"
+    assert worker.calls == [], "no process restart: the worker restarts in place"
+    time.sleep(0.5)
+    actions.finish()
+    assert control.restarts == [0.02] * 5
+    reports = actions.with_reports([{"id": "w"}])
+    assert reports[1]["id"] == "r"
+    assert reports[1]["value"]["restarts"] == 5
+    assert reports[1]["value"]["before_result"] == 5
+    assert actions.problems == []
+
+
+def test_restarts_still_to_come_when_the_client_reports_are_not_before_the_result():
+    control = FakeControl()
+    actions = actions_for({"mode": "term", "times": 4, "interval_seconds": 0.1}, SeriesWorker(control))
+    actions.on_sync("w")
+    actions.finish()  # the client reported at once
+    (report,) = [r for r in actions.with_reports([{"id": "w"}]) if r["id"] == "r"]
+    assert report["value"]["restarts"] == 4, "the series still ends before the case does"
+    assert report["value"]["before_result"] < 4
+
+
+def test_a_restart_that_fails_ends_the_series_as_a_problem():
+    control = FakeControl(fail_at=2)
+    actions = actions_for({"mode": "term", "times": 3}, SeriesWorker(control))
+    actions.on_sync("w")
+    actions.finish()
+    assert len(control.restarts) == 1
+    assert any("restart 2 of 3 failed" in p for p in actions.problems)

@@ -16,6 +16,7 @@ import socket
 import stat
 import tempfile
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .hooks import FaultState
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 # Longest request line accepted; a fault list is a few hundred bytes.
 MAX_LINE_BYTES = 1 << 20
 MAX_CASE_NAME = 256
+# Longest gap of an in-process restart (``restart``'s ``down_seconds``).
+MAX_RESTART_DOWN_SECONDS = 5.0
 
 
 class FaultControlServer:
@@ -37,6 +40,11 @@ class FaultControlServer:
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._closing = threading.Event()
+        # Set by the serving loop: restarts the worker inside this process (``restart`` op).
+        self.restart_handler: Callable[[float], None] | None = None
+        # Set by the serving loop: starts a worker a ``shutdown`` fault left stopped.
+        self.resume_handler: Callable[[float], None] | None = None
+        self._restart_lock = threading.Lock()
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -129,6 +137,36 @@ class FaultControlServer:
             log.exception("fault-control request failed")
             return {"ok": False, "error": "internal error"}
 
+    def _resume(self) -> None:
+        """A worker a ``shutdown`` fault stopped serves again before the next case."""
+        handler = self.resume_handler
+        if handler is not None:
+            with self._restart_lock:
+                try:
+                    handler(0.0)
+                except Exception as exc:
+                    log.warning("starting the worker again failed: %s", exc)
+
+    def _restart(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A graceful stop and a fresh start inside this process; answers once serving again."""
+        if set(request) - {"op", "down_seconds"}:
+            raise FaultSpecError("restart takes only down_seconds")
+        down = request.get("down_seconds", 0)
+        if isinstance(down, bool) or not isinstance(down, (int, float)) or not (
+            0 <= down <= MAX_RESTART_DOWN_SECONDS
+        ):
+            raise FaultSpecError(f"down_seconds must be 0 to {MAX_RESTART_DOWN_SECONDS:g}")
+        handler = self.restart_handler
+        if handler is None:
+            return {"ok": False, "error": "this worker cannot restart in place"}
+        with self._restart_lock:  # one restart at a time, whoever asks
+            try:
+                handler(float(down))
+            except Exception as exc:
+                log.warning("in-place restart failed: %s", exc)
+                return {"ok": False, "error": f"restart failed: {exc}"}
+        return {"ok": True}
+
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "begin_case":
@@ -140,12 +178,16 @@ class FaultControlServer:
             keep = request.get("keep_observations", False)
             if not isinstance(keep, bool):
                 raise FaultSpecError("keep_observations must be true or false")
-            self.state.begin(case, parse_plan(request.get("faults")), keep_observations=keep)
+            plan = parse_plan(request.get("faults"))
+            if not keep:
+                self._resume()
+            self.state.begin(case, plan, keep_observations=keep)
             return {"ok": True, "case": case}
         if op == "observations":
             return {"ok": True, "case": self.state.case,
                     "observations": self.state.observations.snapshot()}
         if op == "end_case":
+            self._resume()
             case = self.state.case
             observations = self.state.observations.snapshot()
             self.state.end()
@@ -154,4 +196,6 @@ class FaultControlServer:
             return {"ok": True, "in_progress": self.state.observations.handshakes_in_progress()}
         if op == "ping":
             return {"ok": True, "case": self.state.case}
+        if op == "restart":
+            return self._restart(request)
         return {"ok": False, "error": f"unknown op {op!r}"}

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import datetime
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from grpclib.const import Status
@@ -25,7 +26,7 @@ from ..fault_flags import ListenerVariant
 from ..hooks import WatchContext, WorkerHooks
 from .listener import build_listener_context
 from .observations import ObservationLog
-from .plan import FaultPlan, RpcFault, WatchFault
+from .plan import FaultPlan, RpcFault, Shutdown, WatchFault
 from .replies import ReplyFault, alter_upload, other_run, repeat_page, rewrite_download
 
 if TYPE_CHECKING:
@@ -129,6 +130,16 @@ class FaultState:
             self.observations.silent_close()
             return True
 
+    def take_shutdown(self, method: str) -> Shutdown | None:
+        """Consume the armed ``shutdown`` fault if ``method`` is the call it waits for."""
+        with self.lock:
+            fault = self.plan.shutdown
+            if fault is None or fault.method != method:
+                return None
+            self.plan.shutdown = None
+            self.observations.shutdown()
+            return fault
+
     def take_rpc_fault(self, method: str, *, after_commit: bool) -> RpcFault | None:
         """Consume one use of the first matching ``rpc_fail``, if any is left."""
         with self.lock:
@@ -175,6 +186,22 @@ class FaultHooks(WorkerHooks):
     ) -> None:
         self.state = state or FaultState()
         self.listener = listener
+        # Set by the serving loop: begins the worker's graceful stop in this process
+        # (``shutdown`` fault); takes the seconds until it starts again, or None.
+        self.begin_shutdown: Callable[[float | None], None] | None = None
+        # Added to the listener's connection IDs and the watch call indexes, which start
+        # at 1 in every lifetime: after an in-place restart they stay unique in the record.
+        self._id_base = 0
+
+    def new_lifetime(self) -> None:
+        """The worker restarts inside this process (the fault channel's ``restart`` op)."""
+        self._id_base += 1 << 32
+        self.state.observations.forget_handshakes_in_progress()
+
+    def _watch_ctx(self, ctx: WatchContext) -> WatchContext:
+        if not self._id_base:
+            return ctx
+        return dataclasses.replace(ctx, call_index=ctx.call_index + self._id_base)
 
     # -- listener --------------------------------------------------------
 
@@ -194,19 +221,21 @@ class FaultHooks(WorkerHooks):
     # -- observation ------------------------------------------------------
 
     def on_accept(self, conn_id: int) -> None:
-        self.state.observations.accepted(conn_id)
+        self.state.observations.accepted(conn_id + self._id_base)
 
     def on_connection(self, conn_id: int, tls_version: str | None, handshake_ok: bool) -> None:
-        self.state.observations.connection(conn_id, tls_version, handshake_ok)
+        self.state.observations.connection(conn_id + self._id_base, tls_version, handshake_ok)
 
     def on_disconnect(self, conn_id: int) -> None:
-        self.state.observations.disconnected(conn_id)
+        self.state.observations.disconnected(conn_id + self._id_base)
 
     def drop_connection(self) -> bool:
         return self.state.take_silent_close()
 
     def on_rpc(self, conn_id: int, method: str, bearer_presented: bool) -> None:
-        self.state.observations.rpc(conn_id, method, bearer_presented)
+        # conn_id 0 means unknown and stays 0.
+        known = conn_id + self._id_base if conn_id else 0
+        self.state.observations.rpc(known, method, bearer_presented)
 
     def alter_reply(self, method: str, request: Any, reply: Any) -> Any:
         if method == "ArtifactService/UploadArtifact":
@@ -227,7 +256,7 @@ class FaultHooks(WorkerHooks):
         return rewrite_download(fault, replies, _api_error) if fault is not None else replies
 
     def on_watch(self, ctx: WatchContext) -> None:
-        self.state.watch_number(ctx)
+        self.state.watch_number(self._watch_ctx(ctx))
 
     # -- unary faults -------------------------------------------------------
 
@@ -249,6 +278,10 @@ class FaultHooks(WorkerHooks):
         return info
 
     async def before_unary(self, method: str) -> None:
+        if self.begin_shutdown is not None and (stop := self.state.take_shutdown(method)):
+            # The worker begins its stop with this call in flight; the stop ends the call.
+            self.begin_shutdown(stop.down_seconds)
+            await asyncio.Event().wait()
         fault = self.state.take_rpc_fault(method, after_commit=False)
         if fault is not None:
             raise _api_error(fault.code, fault.reason)
@@ -263,7 +296,7 @@ class FaultHooks(WorkerHooks):
     def wrap_watch(
         self, ctx: WatchContext, events: AsyncIterator[RunEvent]
     ) -> AsyncIterator[RunEvent]:
-        _, faults = self.state.watch_number(ctx)
+        _, faults = self.state.watch_number(self._watch_ctx(ctx))
         refused = self.state.take_rpc_fault("RunService/WatchRun", after_commit=False)
         if not faults and refused is None:
             return events

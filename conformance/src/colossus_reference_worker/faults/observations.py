@@ -61,6 +61,7 @@ class ObservationLog:
         self._watch_cursors: list[int] = []
         self._bearer_seen = False
         self._silent_closes = 0
+        self._shutdowns = 0
 
     def reset(self) -> None:
         """Start a fresh record (``begin_case``)."""
@@ -85,6 +86,11 @@ class ObservationLog:
         """How many accepted connections have not finished (or failed) their handshake."""
         with self._lock:
             return len(self._in_handshake)
+
+    def forget_handshakes_in_progress(self) -> None:
+        """The worker stopped (an in-place restart): handshakes it had not finished never will."""
+        with self._lock:
+            self._in_handshake.clear()
 
     def connection(self, conn_id: int, tls_version: str | None, ok: bool) -> None:
         with self._lock:
@@ -118,6 +124,10 @@ class ObservationLog:
         with self._lock:
             self._silent_closes += 1
 
+    def shutdown(self) -> None:
+        with self._lock:
+            self._shutdowns += 1
+
     def watch(self, after_sequence: int) -> None:
         with self._lock:
             self._watch_cursors.append(after_sequence)
@@ -131,4 +141,5 @@ class ObservationLog:
                 "watch_cursors": list(self._watch_cursors),
                 "bearer_seen": self._bearer_seen,
                 "silent_closes": self._silent_closes,
+                "shutdowns": self._shutdowns,
             }

@@ -19,7 +19,7 @@ WATCH_KINDS = frozenset(
     {"replay", "replay_altered", "skip", "clean_close", "fail", "stall", "resend_before_cursor",
      "other_run", "after_terminal"}
 )
-ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info", "silent_close"} | REPLY_KINDS
+ALL_KINDS = WATCH_KINDS | {"rpc_fail", "server_info", "silent_close", "shutdown"} | REPLY_KINDS
 
 # Fields every kind accepts beyond ``kind`` itself.
 _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -39,6 +39,7 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "list_runs_repeat": (frozenset(), frozenset({"from_call"})),
     "get_run_other_run": (frozenset(), frozenset({"count"})),
     "silent_close": (frozenset(), frozenset({"count"})),
+    "shutdown": (frozenset({"rpc"}), frozenset({"down_seconds"})),
     "server_info": (
         frozenset(),
         frozenset({"instance_id", "api_package", "api_major", "deployment_mode", "capabilities", "limits"}),
@@ -50,6 +51,9 @@ _FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 OVERRIDABLE_LIMITS = frozenset(
     {"max_request_bytes", "max_response_bytes", "max_input_parts", "max_input_bytes"}
 )
+
+# Longest time a ``shutdown`` fault may keep the worker down before it starts again.
+MAX_SHUTDOWN_DOWN_SECONDS = 5.0
 
 # Longest stall a case may ask for; keeps a broken runner from wedging a worker.
 MAX_STALL_SECONDS = 300.0
@@ -112,6 +116,15 @@ class SilentClose:
     count: int
 
 
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    """Begin the worker's graceful stop when a call of ``method`` arrives, with that call in
+    flight; start again in place ``down_seconds`` later, or (``None``) when the case ends."""
+
+    method: str
+    down_seconds: float | None = None
+
+
 @dataclass(slots=True)
 class FaultPlan:
     """Everything one case armed."""
@@ -122,6 +135,8 @@ class FaultPlan:
     replies: list[ReplyFault] = field(default_factory=list)
     # Accepted TCP connections still to be closed before any TLS byte (silent_close).
     silent_closes: int = 0
+    # The worker's graceful stop, begun by a call of the named method (at most one a case).
+    shutdown: Shutdown | None = None
 
     def watch_faults(self, n: int) -> list[WatchFault]:
         """Faults aimed at the n-th watch of the case (1-based)."""
@@ -179,7 +194,9 @@ def method_name(rpc: str) -> str:
     return f"{_METHODS[method]}/{method}"
 
 
-def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyFault | SilentClose:
+def parse_fault(
+    obj: Any,
+) -> WatchFault | RpcFault | ServerInfoOverride | ReplyFault | SilentClose | Shutdown:
     """Validate one fault object."""
     if not isinstance(obj, dict):
         raise FaultSpecError("each fault must be a JSON object")
@@ -235,6 +252,19 @@ def parse_fault(obj: Any) -> WatchFault | RpcFault | ServerInfoOverride | ReplyF
         if count > 64:
             raise FaultSpecError("silent_close: count must be at most 64")
         return SilentClose(count)
+
+    if kind == "shutdown":
+        if not isinstance(obj["rpc"], str):
+            raise FaultSpecError("rpc must be a method name such as GetServerInfo")
+        down = obj.get("down_seconds")
+        if down is not None and (isinstance(down, bool) or not isinstance(down, (int, float))
+                                 or not 0 <= down <= MAX_SHUTDOWN_DOWN_SECONDS):
+            raise FaultSpecError(
+                f"down_seconds must be between 0 and {MAX_SHUTDOWN_DOWN_SECONDS:g}")
+        method = method_name(obj["rpc"])
+        if method.endswith(("/WatchRun", "/DownloadArtifact", "/UploadArtifact")):
+            raise FaultSpecError("shutdown applies to unary calls only")
+        return Shutdown(method, None if down is None else float(down))
 
     if kind == "rpc_fail":
         rpc = obj["rpc"]
@@ -319,6 +349,10 @@ def parse_plan(faults: Any) -> FaultPlan:
             plan.replies.append(fault)
         elif isinstance(fault, SilentClose):
             plan.silent_closes += fault.count
+        elif isinstance(fault, Shutdown):
+            if plan.shutdown is not None:
+                raise FaultSpecError("at most one shutdown fault per case")
+            plan.shutdown = fault
         else:
             if plan.server_info is not None:
                 raise FaultSpecError("at most one server_info fault per case")
