@@ -611,18 +611,14 @@ async fn create_run(client: &Client, args: &Map<String, Value>) -> StepResult {
         creator = client.with_options(options);
     }
     let request = request.build();
-    let key = request.idempotency_key().to_owned();
     match creator.runs().create(request).await {
         Ok(created) => Ok(json!({
             "run": run_view(&created.run),
             "replayed": created.replayed,
             "idempotency_key": created.idempotency_key,
         })),
-        // The key the SDK used, also when its error does not carry it.
-        Err(e) => Err((
-            Some(json!({"idempotency_key": e.idempotency_key().unwrap_or(&key)})),
-            e.into(),
-        )),
+        // The key as the SDK's error reports it (none when it dropped it): a case checks it.
+        Err(e) => Err((Some(json!({"idempotency_key": e.idempotency_key()})), e.into())),
     }
 }
 
