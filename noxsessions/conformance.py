@@ -68,9 +68,12 @@ def conformance_mutants(session: nox.Session) -> None:
     and report which case kills it (slow, not in the default list). Example:
     `./noxw -s conformance_mutants -- --sdk python [--mutant ID] [--column python-async]`."""
     install_local(session, "conformance", "sdk/python")
+    env = fetch(session)
+    # The typescript column runs on the same Node as in the conformance session.
+    env.update(node_first_on_path(session, conformance_node(session)))
     session.run(
         "python", "-m", "colossus_conformance.mutation", "--suite-dir", str(ROOT / "conformance"),
-        *session.posargs, env=fetch(session),
+        *session.posargs, env=env,
     )
 
 
