@@ -416,7 +416,9 @@ def conformance_node(session: nox.Session) -> Path:
 
 def _conformance_column_on(session: nox.Session, nodes: dict[str, Path]) -> None:
     install_local(session, "conformance", "sdk/python")
-    results = Path(session.create_tmp()).resolve()
+    # Not session.create_tmp(): it moves TMPDIR under .nox, and the runner's fault-control
+    # sockets there can pass the 107-byte AF_UNIX limit in a deep clone (CI's).
+    results = ROOT / "conformance" / "results" / "typescript-runtimes"
     for name, node in nodes.items():
         env = node_first_on_path(session, node)
         session.log(f"typescript column on {name}: {node}")

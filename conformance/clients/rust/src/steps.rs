@@ -618,7 +618,10 @@ async fn create_run(client: &Client, args: &Map<String, Value>) -> StepResult {
             "idempotency_key": created.idempotency_key,
         })),
         // The key as the SDK's error reports it (none when it dropped it): a case checks it.
-        Err(e) => Err((Some(json!({"idempotency_key": e.idempotency_key()})), e.into())),
+        Err(e) => Err((
+            Some(json!({"idempotency_key": e.idempotency_key()})),
+            e.into(),
+        )),
     }
 }
 

@@ -143,10 +143,7 @@ async fn a_missing_program_is_named_with_the_fix() {
     let err = Client::start_sidecar(options).await.unwrap_err();
     assert_eq!(err.reason(), Some(reasons::SIDECAR_PROGRAM_NOT_FOUND));
     assert_eq!(err.metadata()["program"], "/nonexistent/colossus-worker");
-    assert!(
-        err.message()
-            .contains("pip install ./conformance")
-    );
+    assert!(err.message().contains("pip install ./conformance"));
 }
 
 #[test]
