@@ -13,26 +13,8 @@ use colossus_sdk::placement::{ManagedExecutionBoundary, SidecarOptions};
 use colossus_sdk::{Client, Kind};
 use futures_util::TryStreamExt;
 
-fn reference_worker(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("COLOSSUS_REFERENCE_WORKER")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|dir| dir.join("colossus-reference-worker"))
-                    .find(|p| p.is_file())
-            })
-        });
-    if found.is_none() {
-        assert!(
-            std::env::var("COLOSSUS_REQUIRE_WORKER").as_deref() != Ok("1"),
-            "COLOSSUS_REQUIRE_WORKER=1 but no reference worker was found"
-        );
-        let note = format!("SKIPPED {test}: no reference worker\n");
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
-    }
-    found
-}
+mod support;
+use support::reference_worker;
 
 fn state_dir(tag: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;

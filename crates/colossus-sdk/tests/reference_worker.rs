@@ -18,29 +18,8 @@ use colossus_sdk::options::ClientOptions;
 use colossus_sdk::placement::{DaemonOptions, SidecarOptions};
 use colossus_sdk::{Bearer, Client, Kind, reasons};
 
-fn reference_worker(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("COLOSSUS_REFERENCE_WORKER")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|dir| dir.join("colossus-reference-worker"))
-                    .find(|p| p.is_file())
-            })
-        });
-    if found.is_none() {
-        assert!(
-            std::env::var("COLOSSUS_REQUIRE_WORKER").as_deref() != Ok("1"),
-            "COLOSSUS_REQUIRE_WORKER=1 but no reference worker was found (set COLOSSUS_REFERENCE_WORKER)"
-        );
-        // Straight to the process's stderr: the test harness captures eprintln!.
-        let note = format!(
-            "SKIPPED {test}: no reference worker; set COLOSSUS_REFERENCE_WORKER to run it\n"
-        );
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), note.as_bytes());
-    }
-    found
-}
+mod support;
+use support::reference_worker;
 
 /// A `dev` worker on a private folder, stopped when dropped.
 struct DevWorker {
