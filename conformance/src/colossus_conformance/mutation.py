@@ -52,6 +52,19 @@ AREAS = (
     "validation",
 )
 
+# One planted edit; the SDK and worker mutant lists share it.
+EDIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["file", "find", "replace"],
+    "additionalProperties": False,
+    "properties": {
+        "file": {"type": "string"},
+        "find": {"type": "string", "minLength": 1},
+        "replace": {"type": "string"},
+        "occurrence": {"type": "integer", "minimum": 1},
+    },
+}
+
 LIST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["sdk", "columns", "source", "mutants"],
@@ -79,17 +92,7 @@ LIST_SCHEMA: dict[str, Any] = {
                     "edits": {
                         "type": "array",
                         "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "required": ["file", "find", "replace"],
-                            "additionalProperties": False,
-                            "properties": {
-                                "file": {"type": "string"},
-                                "find": {"type": "string", "minLength": 1},
-                                "replace": {"type": "string"},
-                                "occurrence": {"type": "integer", "minimum": 1},
-                            },
-                        },
+                        "items": EDIT_SCHEMA,
                     },
                     "columns": {"type": "array", "items": {"type": "string"}},
                     "expect": {"type": "array", "items": {"type": "string"}},

@@ -25,7 +25,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from ..mutation import Edit, MutantListError
+from ..mutation import EDIT_SCHEMA, Edit, MutantListError
 from ..results import FAIL
 from . import catalogue, suite
 from .catalogue import ServerCase
@@ -42,17 +42,6 @@ AREAS = (
     "artifacts",
     "durability",
 )
-_EDIT = {
-    "type": "object",
-    "required": ["file", "find", "replace"],
-    "additionalProperties": False,
-    "properties": {
-        "file": {"type": "string"},
-        "find": {"type": "string", "minLength": 1},
-        "replace": {"type": "string"},
-        "occurrence": {"type": "integer", "minimum": 1},
-    },
-}
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["worker", "source", "mutants"],
@@ -76,7 +65,7 @@ SCHEMA: dict[str, Any] = {
                         "minItems": 1,
                     },
                     "title": {"type": "string", "minLength": 1},
-                    "edits": {"type": "array", "minItems": 1, "items": _EDIT},
+                    "edits": {"type": "array", "minItems": 1, "items": EDIT_SCHEMA},
                     "expect": {"type": "array", "minItems": 1, "items": {"type": "string"}},
                     "survivor_reason": {"type": "string"},
                 },
