@@ -179,8 +179,10 @@ fn trust_refusal(status: &tonic::Status) -> Option<Error> {
 }
 
 /// Whether the call failed because its connection broke (the worker died or was cut
-/// mid-call). tonic reports that as UNKNOWN ("transport error"); every SDK reports it as
-/// UNAVAILABLE (S9), which also makes a read retryable and a mutation outcome-unknown.
+/// mid-call). tonic reports that as UNKNOWN ("transport error"), or as CANCELLED when hyper
+/// dropped a request queued on a connection that closed ("operation was canceled"); every
+/// SDK reports it as UNAVAILABLE (S9), which also makes a read retryable and a mutation
+/// outcome-unknown. A CANCELLED the worker sent has no such source and keeps its code.
 fn connection_lost(status: &tonic::Status) -> bool {
     use std::io::ErrorKind as K;
     let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
@@ -241,7 +243,9 @@ pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Optio
         };
     }
     let code = match status.code() {
-        tonic::Code::Unknown if connection_lost(status) => Code::Unavailable,
+        tonic::Code::Unknown | tonic::Code::Cancelled if connection_lost(status) => {
+            Code::Unavailable
+        }
         c => code(c),
     };
     if (code == Code::OutOfRange || code == Code::ResourceExhausted)
@@ -390,6 +394,44 @@ mod tests {
         assert!(err.is(Kind::PinMismatch), "{err}");
         assert_eq!(err.reason(), Some(reasons::PIN_MISMATCH));
         assert_eq!(err.idempotency_key(), Some("k"));
+    }
+
+    /// A real hyper "operation was canceled": a request sent on a connection whose task has
+    /// ended, as when the worker restarts between a watch's reconnect and its first frame.
+    async fn canceled_by_a_closed_connection() -> tonic::Status {
+        let (client_io, server_io) = tokio::io::duplex(1024);
+        let (mut send, conn) = hyper::client::conn::http2::handshake::<_, _, String>(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(client_io),
+        )
+        .await
+        .expect("the handshake is written to the buffer");
+        drop(server_io);
+        let _ = conn.await;
+        let err = send
+            .send_request(http::Request::new(String::new()))
+            .await
+            .expect_err("the connection is gone");
+        assert!(err.is_canceled(), "{err:?}");
+        tonic::Status::from_error(Box::new(err))
+    }
+
+    #[tokio::test]
+    async fn a_request_canceled_by_a_closed_connection_is_unavailable() {
+        let s = canceled_by_a_closed_connection().await;
+        assert_eq!(s.code(), tonic::Code::Cancelled, "tonic's own mapping");
+        let read = map(&s, CallKind::Read, None);
+        assert!(read.is(Kind::Transport) && read.is_retryable(), "{read}");
+        assert_eq!(read.code(), Some(Code::Unavailable));
+        let write = map(&s, CallKind::Mutation, Some("k"));
+        assert!(write.is(Kind::OutcomeUnknown), "{write}");
+    }
+
+    #[test]
+    fn a_cancelled_status_from_the_worker_keeps_its_code() {
+        let err = map(&tonic::Status::cancelled("stopped"), CallKind::Read, None);
+        assert_eq!(err.code(), Some(Code::Cancelled));
+        assert!(!err.is_retryable());
     }
 
     #[test]
