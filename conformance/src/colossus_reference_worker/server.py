@@ -26,9 +26,9 @@ from .handlers.pipeline import ConnectionTable, Pipeline
 from .handlers.runs import RunService
 from .handlers.system import SystemService
 from .hooks import NO_HOOKS, WorkerHooks
+from .http2.not_grpc import WorkerHandler
 from .journal import Journal
 from .listener import Listener
-from .not_grpc import WorkerHandler
 from .plugins import ServiceContext, load_artifact_plugin
 from .state import (
     StateError,
