@@ -16,7 +16,6 @@ from typing import Any
 from grpclib.protocol import H2Protocol
 from grpclib.server import Server
 
-from .codec import BetterprotoCodec
 from .config import WorkerConfig
 from .credentials import Credential, CredentialBook, Grant
 from .discovery import DiscoveryFiles, endpoint_url
@@ -39,6 +38,7 @@ from .state import (
     write_private_file,
 )
 from .tls import TlsIdentity, load_identity
+from .wire.codec import BetterprotoCodec
 
 log = logging.getLogger(__name__)
 
