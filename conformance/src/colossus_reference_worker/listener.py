@@ -26,7 +26,6 @@ from h2.settings import SettingCodes
 from .config import Limits
 from .eager_start import start_now
 from .handlers.pipeline import ConnectionTable
-from .hooks import WorkerHooks
 from .http2.connection_errors import ignore_unknown_frames, send_goaway_on_errors
 from .http2.frame_trace import defer_frame_repr
 from .http2.header_block import keep_request_headers
@@ -34,6 +33,7 @@ from .http2.header_block_bound import bound_header_blocks
 from .http2.hpack_memo import memoize_header_blocks
 from .http2.stream_errors import reset_malformed_requests
 from .http2.stream_limit import refuse_excess_streams
+from .worker_hooks import WorkerHooks
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from .errors import ErrorInfoDetailsCodec, StorageUnavailable
 from .handlers.pipeline import ConnectionTable, Pipeline
 from .handlers.runs import RunService
 from .handlers.system import SystemService
-from .hooks import NO_HOOKS, WorkerHooks
 from .http2.not_grpc import WorkerHandler
 from .journal import Journal
 from .listener import Listener
@@ -39,6 +38,7 @@ from .state import (
 )
 from .tls import TlsIdentity, load_identity
 from .wire.codec import BetterprotoCodec
+from .worker_hooks import NO_HOOKS, WorkerHooks
 
 log = logging.getLogger(__name__)
 

@@ -272,7 +272,7 @@ def test_keep_observations_keeps_what_a_restarted_worker_saw_before_it_was_armed
     from colossus_reference_worker.faults.control import FaultControlServer
     from colossus_reference_worker.faults.hooks import FaultState
     from colossus_reference_worker.faults.plan import FaultSpecError
-    from colossus_reference_worker.hooks import WatchContext
+    from colossus_reference_worker.worker_hooks import WatchContext
 
     state = FaultState()
     control = FaultControlServer(str(tmp_path / "unused.sock"), state)

@@ -29,9 +29,9 @@ from ..credentials import Principal
 from ..engine import views
 from ..engine.engine import RunEngine
 from ..engine.run_wire import encode_run_reply
-from ..hooks import WatchContext, WorkerHooks
 from ..wire.codec import read_request
 from ..wire.guard import check_create_run, check_list_runs
+from ..worker_hooks import WatchContext, WorkerHooks
 from .pipeline import Pipeline
 
 _PREFIX = "/colossus.api.v1alpha1.RunService/"

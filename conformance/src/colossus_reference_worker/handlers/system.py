@@ -19,8 +19,8 @@ from .._gen.colossus.api.v1alpha1 import (
 )
 from ..config import API_MAJOR, API_PACKAGE, API_VERSION
 from ..credentials import Principal
-from ..hooks import WorkerHooks
 from ..wire.codec import read_request
+from ..worker_hooks import WorkerHooks
 from .pipeline import Pipeline
 
 
