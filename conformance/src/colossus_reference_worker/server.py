@@ -36,7 +36,8 @@ from .state import (
     secret_file,
     write_private_file,
 )
-from .tls import TlsIdentity, load_identity
+from .tls import load_identity
+from .tls_identity import TlsIdentity
 from .wire.codec import BetterprotoCodec
 from .worker_hooks import NO_HOOKS, WorkerHooks
 
