@@ -28,11 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import sdks
+from .bearer_leaks import contains_secret, read_from
 from .case_queue import CaseQueue, longest_first
 from .catalogue import Case
 from .enrolment_templates import EnrolmentTemplates
 from .results import NOT_RUN, CaseResult, RunVerdict
-from .runner import Options, Suite, _contains_secret, _read_from, order_cases
+from .runner import Options, Suite, order_cases
 
 log = logging.getLogger("colossus_conformance")
 
@@ -189,7 +190,7 @@ def _run_runners(
     finally:
         cross_suite.close()
     for log_path, bearers in templates.bearers_by_log().items():
-        if _contains_secret(_read_from(log_path, 0), bearers):
+        if contains_secret(read_from(log_path, 0), bearers):
             merged.problems.append(f"a bearer appeared in the enrolment log {log_path}")
     return merged
 

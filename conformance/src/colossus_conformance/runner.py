@@ -13,7 +13,6 @@ import fcntl
 import json
 import logging
 import os
-import re
 import secrets
 import shutil
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import assertions, discovery, known_failures, scripts, sync_points
+from .bearer_leaks import contains_secret, log_size, read_from
 from .case_queue import CaseQueue
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
@@ -396,7 +396,7 @@ class Suite:
         problems = []
         for w in self.workers.values():
             bearers = [e.bearer for e in w.enrolments.values()]
-            if _contains_secret(_read_from(w.log_path, 0), bearers):
+            if contains_secret(read_from(w.log_path, 0), bearers):
                 problems.append(f"a bearer appeared in the log of worker {w.name}")
         return problems
 
@@ -440,7 +440,7 @@ class Suite:
         observations: dict[str, Any] = {}
         exchange = Exchange("ok")
         involved = list({id(c): c for c in [client, *(roles or {}).values()]}.values())
-        log_offsets = {id(c): _size(c.log_path) for c in involved}
+        log_offsets = {id(c): log_size(c.log_path) for c in involved}
         client_steps, bound = sync_points.bound_actions(prepared.instruction["steps"])
         at_sync = sync_points.SyncActions(
             case.id, bound, worker, lambda: self._observe(worker, result), merge_observations
@@ -513,7 +513,7 @@ class Suite:
         )
         # C5 again: the clients' own log output during this case must not hold a bearer.
         for c in involved:
-            if _contains_secret(_read_from(c.log_path, log_offsets[id(c)]), prepared.bearers):
+            if contains_secret(read_from(c.log_path, log_offsets[id(c)]), prepared.bearers):
                 result.details.append(f"a bearer appeared in the log output of {c.log_path.name}")
         if not result.details:
             result.status = PASS
@@ -661,31 +661,6 @@ def _line_count(path: Path) -> int | None:
         return None
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _read_from(path: Path, offset: int) -> str:
-    try:
-        with open(path, "rb") as log:
-            log.seek(offset)
-            return log.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _contains_secret(text: str, bearers: list[str]) -> bool:
-    return any(len(b) >= 8 and b in text for b in bearers) or BEARER_GRAMMAR.search(text) is not None
-
-
-# Any bearer this worker issues, enrolled by the runner or not (a sidecar's bootstrap
-# bearer, a rotated one): the prefix and 43 base64url characters (docs/sidecar.md).
-BEARER_GRAMMAR = re.compile(r"cb1_[A-Za-z0-9_-]{43}")
-
-
 @dataclass
 class Segment:
     """Either a run of client steps (of one role in a cross-SDK case) or one runner action."""
@@ -810,6 +785,6 @@ def judge(
     # Suite-wide rule (C5): no bearer may appear in anything the client reports,
     # including error messages.
     text = json.dumps(result)
-    if _contains_secret(text, bearers):
+    if contains_secret(text, bearers):
         failures.append("a bearer appeared in the client's report (error text or values)")
     return failures
