@@ -26,6 +26,7 @@ from .case_queue import CaseQueue
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .enrolment_templates import EnrolmentTemplates
+from .observations import merge_observations, observe
 from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
 from .sdks import ClientSpec
 from .segments import resolve_earlier, split_segments, without_role
@@ -443,13 +444,13 @@ class Suite:
         log_offsets = {id(c): log_size(c.log_path) for c in involved}
         client_steps, bound = sync_points.bound_actions(prepared.instruction["steps"])
         at_sync = sync_points.SyncActions(
-            case.id, bound, worker, lambda: self._observe(worker, result), merge_observations
+            case.id, bound, worker, lambda: observe(worker, result), merge_observations
         )
         for index, segment in enumerate(split_segments(client_steps, by_role=roles is not None)):
             if segment.action is not None:
                 # A runner action between two client segments (a worker restart).
                 try:
-                    observations = merge_observations(observations, self._observe(worker, result))
+                    observations = merge_observations(observations, observe(worker, result))
                     self._act(segment.action, worker)
                     if worker is not None and worker.control is not None:
                         worker.control.begin_case(case.id, [])
@@ -482,7 +483,7 @@ class Suite:
                     f"the worker still had {pending} TLS handshake(s) in "
                     f"progress after {_HANDSHAKE_SETTLE_SECONDS:.0f} s"
                 )
-        observations = merge_observations(observations, self._observe(worker, result, end=True))
+        observations = merge_observations(observations, observe(worker, result, end=True))
         if worker is not None:
             observations["discovery"] = worker.discovery_facts()
             if worker.listener_changed:
@@ -509,19 +510,6 @@ class Suite:
         if not result.details:
             result.status = PASS
         return result, exchange
-
-    @staticmethod
-    def _observe(worker: ManagedWorker | None, result: CaseResult, end: bool = False) -> dict[str, Any]:
-        if worker is None or worker.control is None:
-            return {}
-        try:
-            observations = worker.control.observations()
-            if end:
-                worker.control.end_case()
-            return observations
-        except Exception as exc:
-            result.details.append(f"worker observations unavailable: {exc}")
-            return {}
 
     @staticmethod
     def _act(action: dict[str, Any], worker: ManagedWorker | None) -> None:
@@ -574,25 +562,6 @@ _HANDSHAKE_PATHS = ("worker.connection", "worker.handshakes")
 # Longer than any handshake can last: the worker ends each one within its handshake
 # timeout (5 s by default) and records it then.
 _HANDSHAKE_SETTLE_SECONDS = 15.0
-
-
-def merge_observations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Combines the observations of two worker lifetimes within one case."""
-    if not a:
-        return dict(b)
-    if not b:
-        return dict(a)
-    calls = dict(a.get("rpc_calls", {}))
-    for name, count in b.get("rpc_calls", {}).items():
-        calls[name] = calls.get(name, 0) + count
-    return {
-        "connections": list(a.get("connections", [])) + list(b.get("connections", [])),
-        "rpc_calls": calls,
-        "watch_cursors": list(a.get("watch_cursors", [])) + list(b.get("watch_cursors", [])),
-        "bearer_seen": bool(a.get("bearer_seen")) or bool(b.get("bearer_seen")),
-        "silent_closes": int(a.get("silent_closes", 0)) + int(b.get("silent_closes", 0)),
-        "shutdowns": int(a.get("shutdowns", 0)) + int(b.get("shutdowns", 0)),
-    }
 
 
 def credential_rule(result: dict[str, Any], hello: dict[str, Any]) -> list[str]:
