@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import assertions, discovery, known_failures, scripts, sync_points
+from . import assertions, known_failures, sync_points
 from .bearer_leaks import contains_secret, log_size, read_from
+from .case_preparation import PreparedCase, prepare, substitute
 from .case_queue import CaseQueue
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
@@ -30,19 +30,10 @@ from .observations import merge_observations, observe
 from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
 from .sdks import ClientSpec
 from .segments import resolve_earlier, split_segments, without_role
-from .sidecar_probes import sidecar_children, sidecar_facts, sidecar_record
-from .worker import (
-    DEFAULT_GRANT,
-    ManagedWorker,
-    malformed_bearer,
-    sidecar_fault_command,
-    unknown_bearer,
-    worker_command,
-)
+from .sidecar_probes import sidecar_facts
+from .worker import DEFAULT_GRANT, ManagedWorker
 
 log = logging.getLogger("colossus_conformance")
-
-OTHER_INSTANCE_ID = "conformance-someone-else"
 
 
 @dataclass
@@ -54,28 +45,6 @@ class Options:
     on_result: Callable[[CaseResult], None] | None = None
     # Shared by the runners of a parallel run: enrol once per configuration, copy after.
     templates: EnrolmentTemplates | None = None
-
-
-@dataclass
-class PreparedCase:
-    instruction: dict[str, Any]
-    bearers: list[str] = field(repr=False)
-    nonce: str = ""
-
-
-def substitute(value: Any, nonce: str) -> Any:
-    """Replaces ``<uniq>`` in every string with a per-execution nonce.
-
-    Workers are shared by every SDK of a run, so values that must be fresh
-    for each execution (idempotency keys) carry this token in the catalogue.
-    """
-    if isinstance(value, str):
-        return value.replace("<uniq>", nonce)
-    if isinstance(value, list):
-        return [substitute(v, nonce) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, nonce) for k, v in value.items()}
-    return value
 
 
 def order_cases(cases: list[Case]) -> list[Case]:
@@ -159,113 +128,6 @@ class Suite:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     # -- cases -----------------------------------------------------------------
-
-    def prepare(self, case: Case, worker: ManagedWorker | None, timeout: float) -> PreparedCase:
-        connections: list[dict[str, Any]] = []
-        bearers: list[str] = []
-        for conn in case.connections:
-            placement = conn.get("placement", "daemon")
-            if placement == "sidecar":
-                state_dir = Path(tempfile.mkdtemp(prefix="sidecar-", dir=self.scratch))
-                state_dir.chmod(0o700)
-                command = worker_command()
-                if "sidecar_fault" in conn:
-                    # The record of starts lives next to the state folder, in the runner's scratch.
-                    command = sidecar_fault_command(
-                        conn["sidecar_fault"], sidecar_record(state_dir), sidecar_children(state_dir)
-                    )
-                connections.append(
-                    {
-                        "name": conn["name"],
-                        "placement": "sidecar",
-                        "worker_command": command,
-                        "application_id": conn.get("app", "sidecar-app"),
-                        "grant": conn.get("grant", DEFAULT_GRANT),
-                        "state_dir": str(state_dir),
-                        "expected_deployment_mode": conn.get("expected_deployment_mode", "SIDECAR"),
-                    }
-                )
-                continue
-            assert worker is not None, f"{case.id}: a daemon connection needs a worker"
-            enrolment = worker.enrolments[conn.get("app", "full")]
-            folder = worker.public_api_dir
-            descriptor_pin: str | None = worker.certificate_sha256
-            if "discovery" in conn:
-                crafted = discovery.craft(worker.public_api_dir, conn["discovery"], self.scratch)
-                folder, descriptor_pin = crafted.public_api_dir, crafted.descriptor_pin
-            connections.append(
-                {
-                    "name": conn["name"],
-                    "placement": "daemon",
-                    "public_api_dir": str(folder),
-                    "expected_instance_id": self._instance(
-                        conn.get("expected_instance_id", "genuine"), enrolment.instance_id
-                    ),
-                    "expected_certificate_sha256": self._pin(
-                        conn.get("expected_pin", "genuine"), enrolment.certificate_sha256, descriptor_pin
-                    ),
-                    "expected_deployment_mode": conn.get("expected_deployment_mode", "SHARED_DAEMON"),
-                    "bearer_frame": True,
-                    **{k: conn[k] for k in ("credential_provider",) if k in conn},
-                }
-            )
-            bearer_kind = conn.get("bearer", "enrolled")
-            if bearer_kind == "enrolled":
-                bearers.append(enrolment.bearer)
-            elif bearer_kind == "unknown":
-                bearers.append(unknown_bearer())
-            else:
-                bearers.append(malformed_bearer(bearer_kind))
-        nonce = secrets.token_hex(4)
-        steps = [scripts.render_step(substitute(s, nonce)) for s in case.steps]
-        instruction = {
-            "type": "case",
-            "case": case.id,
-            "timeout_seconds": timeout,
-            "connections": connections,
-            "steps": steps,
-        }
-        return PreparedCase(instruction, bearers, nonce)
-
-    @staticmethod
-    def _pin(rule: str, genuine: str, descriptor_pin: str | None) -> str:
-        if rule == "genuine":
-            return genuine
-        if rule == "other":
-            return secrets.token_hex(32)
-        if rule == "last-digit":
-            # Differs from the genuine pin in its last hex digit only: an SDK comparing a
-            # prefix (or a truncated hash) accepts it.
-            return genuine[:-1] + ("0" if genuine[-1] != "0" else "1")
-        if rule == "uppercase":
-            return genuine.upper()
-        # Spellings a person might paste from a tool's output: the same digest, but not in
-        # the one grammar the SDKs take (64 lower-case hex digits), so each must be refused.
-        if rule == "sha256-prefix":
-            return "sha256:" + genuine
-        if rule == "colon-pairs":
-            return ":".join(genuine[i : i + 2] for i in range(0, len(genuine), 2))
-        if rule == "trailing-newline":
-            return genuine + "\n"
-        if rule == "short":
-            return genuine[:-1]
-        if rule == "descriptor":
-            return descriptor_pin or genuine
-        return rule
-
-    @staticmethod
-    def _instance(rule: str, genuine: str) -> str:
-        if rule == "genuine":
-            return genuine
-        if rule == "other":
-            return OTHER_INSTANCE_ID
-        if rule == "swapcase":
-            # The same letters in the other case: an SDK comparing IDs case-insensitively accepts it.
-            return genuine.swapcase()
-        if rule == "prefix":
-            # One character short: an SDK comparing prefixes accepts it.
-            return genuine[:-1]
-        return rule
 
     # -- one SDK ---------------------------------------------------------------
 
@@ -430,7 +292,7 @@ class Suite:
         try:
             worker = self.worker(case.worker)
             started = time.monotonic()  # a worker's start-up is not the case's time
-            prepared = self.prepare(case, worker, timeout)
+            prepared = prepare(case, worker, timeout, self.scratch)
             if worker is not None and worker.control is not None:
                 worker.control.begin_case(case.id, [dict(f) for f in case.faults])
         except Exception as exc:
