@@ -23,7 +23,8 @@ from pathlib import Path
 from . import protocol
 from .case_preparation import prepare
 from .catalogue import Case
-from .runner import Options, Suite, judge
+from .judging import judge
+from .runner import Options, Suite
 from .sdks import ClientSpec
 
 

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import assertions, known_failures, sync_points
+from . import known_failures, sync_points
 from .bearer_leaks import contains_secret, log_size, read_from
-from .case_preparation import PreparedCase, prepare, substitute
+from .case_preparation import PreparedCase, prepare
 from .case_queue import CaseQueue
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .enrolment_templates import EnrolmentTemplates
+from .judging import judge
 from .observations import merge_observations, observe
 from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
 from .sdks import ClientSpec
@@ -424,57 +425,3 @@ _HANDSHAKE_PATHS = ("worker.connection", "worker.handshakes")
 # Longer than any handshake can last: the worker ends each one within its handshake
 # timeout (5 s by default) and records it then.
 _HANDSHAKE_SETTLE_SECONDS = 15.0
-
-
-def credential_rule(result: dict[str, Any], hello: dict[str, Any]) -> list[str]:
-    """Suite-wide C5 rule: a step refused by a trust check never asked for the bearer.
-
-    Applies to clients that report ``credential_calls`` (docs/client-protocol.md).
-    """
-    if "credential_calls" not in hello.get("features", []):
-        return []
-    failures = []
-    for step in result.get("steps", []):
-        error = step.get("error") or {}
-        # A step with a sync point was healthy before it; only calls after the release
-        # can belong to the connection the trust check refused.
-        counted = (
-            "credential_calls_after_sync" if "credential_calls_after_sync" in step else "credential_calls"
-        )
-        if error.get("kind") == "trust" and step.get(counted, 0) != 0:
-            failures.append(
-                f"steps.{step['id']}: refused by a trust check, yet the credential provider was "
-                f"called {step[counted]} time(s) (C5: the bearer is loaded last)"
-            )
-    return failures
-
-
-def judge(
-    case: Case,
-    result: dict[str, Any],
-    observations: dict[str, Any],
-    bearers: list[str],
-    nonce: str = "",
-    hello: dict[str, Any] | None = None,
-) -> list[str]:
-    """Every failed check of one case, as text; empty means the case passed."""
-    failures: list[str] = []
-    document = {
-        "steps": {s["id"]: s for s in result.get("steps", [])},
-        "worker": assertions.derive_worker_fields(observations),
-        "case": {"id": case.id, "level": case.level},
-        "client": hello or {},
-    }
-    if result.get("fatal"):
-        failures.append(f"client reported a fatal problem: {result['fatal']}")
-    failures.extend(credential_rule(result, hello or {}))
-    for assertion in case.assertions:
-        outcome = assertions.evaluate(substitute(assertion, nonce), document)
-        if not outcome.ok:
-            failures.append(outcome.description)
-    # Suite-wide rule (C5): no bearer may appear in anything the client reports,
-    # including error messages.
-    text = json.dumps(result)
-    if contains_secret(text, bearers):
-        failures.append("a bearer appeared in the client's report (error text or values)")
-    return failures

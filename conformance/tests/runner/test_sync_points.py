@@ -14,9 +14,10 @@ import pytest
 from colossus_conformance import sync_points
 from colossus_conformance.catalogue import CatalogueError, parse_document
 from colossus_conformance.client_process import ClientProcess
+from colossus_conformance.judging import credential_rule
 from colossus_conformance.observations import merge_observations
 from colossus_conformance.results import FAIL
-from colossus_conformance.runner import Options, Suite, credential_rule
+from colossus_conformance.runner import Options, Suite
 from colossus_conformance.sdks import ClientSpec
 
 from .conftest import HERE
