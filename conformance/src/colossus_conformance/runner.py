@@ -28,7 +28,7 @@ from .client_process import ClientProcess, Exchange
 from .enrolment_templates import EnrolmentTemplates
 from .judging import judge
 from .observations import merge_observations, observe
-from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
+from .results import FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, RunVerdict
 from .sdks import ClientSpec
 from .segments import resolve_earlier, split_segments, without_role
 from .sidecar_probes import sidecar_facts
@@ -199,7 +199,7 @@ class Suite:
                 )
                 continue
             result, exchange = self.run_case(client, case, spec.sdk)
-            result = self._reconcile(result, entries)
+            result = known_failures.reconcile(result, entries)
             results.append(self._emit(result))
             if exchange.status == "timeout":
                 client.kill()
@@ -406,19 +406,6 @@ class Suite:
         }
         with open(self.log_dir / f"{sdk}-cases.jsonl", "a") as out:
             out.write(json.dumps(record) + "\n")
-
-    @staticmethod
-    def _reconcile(result: CaseResult, entries: list[known_failures.Entry]) -> CaseResult:
-        entry = known_failures.entry_for(entries, result.case_id)
-        if entry is None:
-            return result
-        if result.status == PASS:
-            result.status = XPASS
-            result.reason = f"listed as a known failure ({entry.reason}) but passed: remove it from the list"
-        elif result.status == FAIL:
-            result.status = XFAIL
-            result.reason = entry.reason
-        return result
 
 
 _HANDSHAKE_PATHS = ("worker.connection", "worker.handshakes")
