@@ -1,37 +1,31 @@
-"""Drives every selected case through every selected SDK client.
+"""Drives every selected case through every selected SDK client: the suite's orchestration.
 
-For each case the runner: makes sure the worker configuration it needs is
-running, prepares the connection inputs (possibly a crafted discovery folder),
-arms the case's faults, writes the bearers to the client's bearer pipe, sends
-the instruction, waits for the result, reads the worker's observations and
-evaluates the assertions. Clients never judge; all verdicts are made here.
+A ``Suite`` starts each worker configuration once, for the cases that need it, and runs
+one client's column of cases (``run_sdk``) and the cross-SDK cases in every rotation of
+roles (``run_cross``). Each case goes through ``case_execution``: prepared
+(``case_preparation``), sent in segments (``segments``), observed (``observations``,
+``sidecar_probes``) and judged (``judging``). Clients never judge; the runner does.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import known_failures, sync_points
-from .bearer_leaks import contains_secret, log_size, read_from
-from .case_preparation import PreparedCase, prepare
+from . import known_failures
+from .bearer_leaks import contains_secret, read_from
+from .case_execution import run_case
 from .case_queue import CaseQueue
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .enrolment_templates import EnrolmentTemplates
-from .judging import judge
-from .observations import merge_observations, observe
-from .results import FAIL, NOT_RUN, PASS, SKIPPED, CaseResult, RunVerdict
+from .results import NOT_RUN, SKIPPED, CaseResult, RunVerdict
 from .sdks import ClientSpec
-from .segments import resolve_earlier, split_segments, without_role
-from .sidecar_probes import sidecar_facts
 from .worker import DEFAULT_GRANT, ManagedWorker
 
 log = logging.getLogger("colossus_conformance")
@@ -127,8 +121,6 @@ class Suite:
         for w in self.workers.values():
             w.stop()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-    # -- cases -----------------------------------------------------------------
 
     # -- one SDK ---------------------------------------------------------------
 
@@ -283,132 +275,14 @@ class Suite:
     def run_case(
         self, client: ClientProcess, case: Case, sdk: str, roles: dict[str, ClientProcess] | None = None
     ) -> tuple[CaseResult, Exchange]:
-        """Runs one case; with ``roles`` (cross-SDK cases) each step goes to its role's client."""
-        started = time.monotonic()
-        result = CaseResult(
-            sdk, case.id, case.group, case.level, FAIL, requirements=", ".join(case.requirements)
+        """Runs one case on this suite's workers; see ``case_execution.run_case``."""
+        return run_case(
+            client,
+            case,
+            sdk,
+            workers=self.worker,
+            scratch=self.scratch,
+            log_dir=self.log_dir,
+            timeout_scale=self.options.timeout_scale,
+            roles=roles,
         )
-        timeout = case.timeout_seconds * self.options.timeout_scale
-        worker = None
-        try:
-            worker = self.worker(case.worker)
-            started = time.monotonic()  # a worker's start-up is not the case's time
-            prepared = prepare(case, worker, timeout, self.scratch)
-            if worker is not None and worker.control is not None:
-                worker.control.begin_case(case.id, [dict(f) for f in case.faults])
-        except Exception as exc:
-            result.details.append(f"runner could not prepare the case: {exc}")
-            result.seconds = time.monotonic() - started
-            return result, Exchange("ok")
-        reports: list[dict[str, Any]] = []
-        observations: dict[str, Any] = {}
-        exchange = Exchange("ok")
-        involved = list({id(c): c for c in [client, *(roles or {}).values()]}.values())
-        log_offsets = {id(c): log_size(c.log_path) for c in involved}
-        client_steps, bound = sync_points.bound_actions(prepared.instruction["steps"])
-        at_sync = sync_points.SyncActions(
-            case.id, bound, worker, lambda: observe(worker, result), merge_observations
-        )
-        for index, segment in enumerate(split_segments(client_steps, by_role=roles is not None)):
-            if segment.action is not None:
-                # A runner action between two client segments (a worker restart).
-                try:
-                    observations = merge_observations(observations, observe(worker, result))
-                    self._act(segment.action, worker)
-                    if worker is not None and worker.control is not None:
-                        worker.control.begin_case(case.id, [])
-                except Exception as exc:
-                    result.details.append(f"runner action {segment.action['op']} failed: {exc}")
-                    break
-                continue
-            known = {r["id"]: r for r in reports}
-            steps = [resolve_earlier(without_role(s), known) for s in segment.steps]
-            instruction = dict(prepared.instruction, steps=steps)
-            process = roles[segment.role] if roles is not None and segment.role else client
-            exchange = process.run_case(instruction, prepared.bearers, timeout + 5.0, on_sync=at_sync.on_sync)
-            at_sync.finish()
-            observations = merge_observations(observations, at_sync.take_observations())
-            result.details.extend(at_sync.missing(steps) if exchange.status == "ok" else [])
-            if exchange.status != "ok" or exchange.result is None:
-                break
-            reports.extend(at_sync.with_reports(exchange.result.get("steps", [])))
-            if exchange.result.get("fatal"):
-                reports_fatal = exchange.result["fatal"]
-                result.details.append(f"client reported a fatal problem in segment {index}: {reports_fatal}")
-        result.details.extend(at_sync.problems)
-        control = worker.control if worker is not None else None
-        if control is not None and any(a["path"].startswith(_HANDSHAKE_PATHS) for a in case.assertions):
-            # The worker records a handshake when its own side finishes, which can
-            # be a moment after the client's (docs/fault-control.md).
-            pending = control.wait_for_handshakes(_HANDSHAKE_SETTLE_SECONDS)
-            if pending:
-                result.details.append(
-                    f"the worker still had {pending} TLS handshake(s) in "
-                    f"progress after {_HANDSHAKE_SETTLE_SECONDS:.0f} s"
-                )
-        observations = merge_observations(observations, observe(worker, result, end=True))
-        if worker is not None:
-            observations["discovery"] = worker.discovery_facts()
-            if worker.listener_changed:
-                try:
-                    worker.restore_listener()
-                except Exception as exc:
-                    result.details.append(f"runner could not restore the worker's listener: {exc}")
-        sidecars = sidecar_facts(prepared.instruction["connections"])
-        if sidecars:
-            observations["sidecars"] = sidecars
-        result.seconds = time.monotonic() - started
-        combined = {"type": "result", "case": case.id, "steps": reports}
-        self._record(sdk, prepared, exchange, observations, combined)
-        if exchange.status != "ok" or exchange.result is None:
-            result.details.append(f"client {exchange.status}: {exchange.detail}")
-            return result, exchange
-        result.details.extend(
-            judge(case, combined, observations, prepared.bearers, prepared.nonce, client.hello)
-        )
-        # C5 again: the clients' own log output during this case must not hold a bearer.
-        for c in involved:
-            if contains_secret(read_from(c.log_path, log_offsets[id(c)]), prepared.bearers):
-                result.details.append(f"a bearer appeared in the log output of {c.log_path.name}")
-        if not result.details:
-            result.status = PASS
-        return result, exchange
-
-    @staticmethod
-    def _act(action: dict[str, Any], worker: ManagedWorker | None) -> None:
-        if action["op"] == "restart_worker":
-            if worker is None:
-                raise RuntimeError("this case has no worker to restart")
-            args = action.get("args", {})
-            worker.restart(hard=args.get("mode", "term") == "kill", listener=args.get("listener"))
-        else:
-            raise RuntimeError(f"unknown runner action {action['op']}")
-
-    def _record(
-        self,
-        sdk: str,
-        prepared: PreparedCase,
-        exchange: Exchange,
-        observations: dict[str, Any],
-        result: dict[str, Any],
-    ) -> None:
-        """Appends the raw exchange to ``logs/<sdk>-cases.jsonl`` for post-mortems.
-
-        The instruction holds no bearer (those travel on the bearer pipe), so
-        the log is safe to keep and to attach to a bug report.
-        """
-        record = {
-            "instruction": prepared.instruction,
-            "status": exchange.status,
-            "detail": exchange.detail,
-            "result": result,
-            "worker": observations,
-        }
-        with open(self.log_dir / f"{sdk}-cases.jsonl", "a") as out:
-            out.write(json.dumps(record) + "\n")
-
-
-_HANDSHAKE_PATHS = ("worker.connection", "worker.handshakes")
-# Longer than any handshake can last: the worker ends each one within its handshake
-# timeout (5 s by default) and records it then.
-_HANDSHAKE_SETTLE_SECONDS = 15.0
