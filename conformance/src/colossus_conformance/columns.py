@@ -29,11 +29,11 @@ from pathlib import Path
 
 from . import sdks
 from .bearer_leaks import contains_secret, read_from
-from .case_queue import CaseQueue, longest_first
+from .case_queue import CaseQueue, longest_first, order_cases
 from .catalogue import Case
 from .enrolment_templates import EnrolmentTemplates
 from .results import NOT_RUN, CaseResult, RunVerdict
-from .runner import Options, Suite, order_cases
+from .runner import Options, Suite
 
 log = logging.getLogger("colossus_conformance")
 

@@ -20,7 +20,7 @@ from typing import Any
 from . import known_failures
 from .bearer_leaks import contains_secret, read_from
 from .case_execution import run_case
-from .case_queue import CaseQueue
+from .case_queue import CaseQueue, order_cases
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .enrolment_templates import EnrolmentTemplates
@@ -40,20 +40,6 @@ class Options:
     on_result: Callable[[CaseResult], None] | None = None
     # Shared by the runners of a parallel run: enrol once per configuration, copy after.
     templates: EnrolmentTemplates | None = None
-
-
-def order_cases(cases: list[Case]) -> list[Case]:
-    """Groups cases by worker configuration (so each worker starts once), keeping catalogue order."""
-    order = {
-        "daemon": 0,
-        "default-limits": 1,
-        "none": 2,
-        "tls12": 3,
-        "foreign-leaf": 4,
-        "leaf-with-intermediate": 5,
-        "no-h2-alpn": 6,
-    }
-    return sorted(cases, key=lambda c: order.get(c.worker, 9))
 
 
 class Suite:
