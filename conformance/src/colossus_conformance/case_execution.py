@@ -69,9 +69,7 @@ def run_case(
     involved = list({id(c): c for c in [client, *(roles or {}).values()]}.values())
     log_offsets = {id(c): log_size(c.log_path) for c in involved}
     client_steps, bound = sync_points.bound_actions(prepared.instruction["steps"])
-    at_sync = sync_points.SyncActions(
-        case.id, bound, worker, lambda: observe(worker, result), merge_observations
-    )
+    at_sync = sync_points.SyncActions(case.id, bound, worker, lambda: observe(worker, result))
     for index, segment in enumerate(split_segments(client_steps, by_role=roles is not None)):
         if segment.action is not None:
             # A runner action between two client segments (a worker restart).

@@ -43,16 +43,20 @@ class Options:
 
 
 class Suite:
-    """Holds the workers shared by every SDK of one run."""
+    """Holds the workers shared by every SDK of one run.
 
-    def __init__(self, cases: list[Case], options: Options):
+    Its workers and clients log to ``log_dir`` (``<results>/logs`` unless a parallel run
+    gives each runner a folder of its own).
+    """
+
+    def __init__(self, cases: list[Case], options: Options, log_dir: Path | None = None):
         self.cases = order_cases(cases)
         self.options = options
         self.scratch = Path(tempfile.mkdtemp(prefix="colossus-conformance-", dir=options.scratch))
         self.scratch.chmod(0o700)
         self.workers: dict[str, ManagedWorker] = {}
         self.broken: dict[str, str] = {}  # configuration -> why its worker cannot start
-        self.log_dir = options.results_dir / "logs"
+        self.log_dir = log_dir or options.results_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
 
     # -- workers ---------------------------------------------------------------
@@ -189,7 +193,7 @@ class Suite:
                 dead_reason = f"client crashed during {case.id}"
         if client is not None:
             client.stop()
-        problems.extend(self._scan_worker_logs())
+        problems.extend(self.scan_worker_logs())
         return RunVerdict(results, problems)
 
     def run_cross(self, specs: list[ClientSpec]) -> RunVerdict:
@@ -233,7 +237,7 @@ class Suite:
                     process.stop()
         return RunVerdict(results)
 
-    def _scan_worker_logs(self) -> list[str]:
+    def scan_worker_logs(self) -> list[str]:
         """Run-level C5/W3 check: no enrolled bearer in any worker's log."""
         problems = []
         for w in self.workers.values():

@@ -15,7 +15,6 @@ from colossus_conformance import sync_points
 from colossus_conformance.catalogue import CatalogueError, parse_document
 from colossus_conformance.client_process import ClientProcess
 from colossus_conformance.judging import credential_rule
-from colossus_conformance.observations import merge_observations
 from colossus_conformance.results import FAIL
 from colossus_conformance.runner import Options, Suite
 from colossus_conformance.sdks import ClientSpec
@@ -235,7 +234,7 @@ class FakeWorker:
 
 def actions_for(args, worker):
     action = {"id": "r", "op": "restart_worker", "args": {"at_sync": "w", **args}}
-    return sync_points.SyncActions("selftest.sync", {"w": action}, worker, lambda: {}, merge_observations)
+    return sync_points.SyncActions("selftest.sync", {"w": action}, worker, lambda: {})
 
 
 def test_a_restart_without_down_time_is_done_before_the_release():
