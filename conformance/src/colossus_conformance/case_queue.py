@@ -1,5 +1,7 @@
-"""The cases of one SDK column, handed out one at a time to the column's runners.
+"""The order of a column's cases, and the queue that hands them out to its runners.
 
+A run takes the cases grouped by worker configuration (``order_cases``), so each worker
+starts once in a serial run, and reports them in that order however they ran.
 A column can be run by several runners at once (``--jobs`` above the number of
 columns). Each runner has a client process and workers of its own and takes its
 next case from the column's queue when it is free, so a runner held up by a
@@ -15,6 +17,20 @@ import threading
 from collections.abc import Iterable
 
 from .catalogue import Case
+
+
+def order_cases(cases: list[Case]) -> list[Case]:
+    """Groups cases by worker configuration (so each worker starts once), keeping catalogue order."""
+    order = {
+        "daemon": 0,
+        "default-limits": 1,
+        "none": 2,
+        "tls12": 3,
+        "foreign-leaf": 4,
+        "leaf-with-intermediate": 5,
+        "no-h2-alpn": 6,
+    }
+    return sorted(cases, key=lambda c: order.get(c.worker, 9))
 
 
 def longest_first(cases: Iterable[Case]) -> list[Case]:

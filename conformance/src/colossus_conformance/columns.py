@@ -28,11 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import sdks
-from .case_queue import CaseQueue, longest_first
+from .bearer_leaks import contains_secret, read_from
+from .case_queue import CaseQueue, longest_first, order_cases
 from .catalogue import Case
 from .enrolment_templates import EnrolmentTemplates
 from .results import NOT_RUN, CaseResult, RunVerdict
-from .runner import Options, Suite, _contains_secret, _read_from, order_cases
+from .runner import Options, Suite
 
 log = logging.getLogger("colossus_conformance")
 
@@ -150,7 +151,7 @@ def _run_runners(
 
     def runner(spec: sdks.ClientSpec, number: int) -> RunVerdict:
         folder = logs / spec.sdk if number == 1 else logs / spec.sdk / f"runner-{number}"
-        suite = _suite(selected, shared, folder)
+        suite = Suite(selected, shared, log_dir=folder)
         try:
             return suite.run_sdk(
                 spec, all_ids, stop=lambda _result: cancelled.is_set(), queue=queues[spec.sdk]
@@ -182,14 +183,14 @@ def _run_runners(
         summary = ", ".join(f"{n} {status.lower()}" for status, n in sorted(tally.items()))
         log.info("[%s] column: %s (columns done after %.0fs)", spec.sdk, summary, time.monotonic() - started)
     # The cross suite enrols only what the cross-SDK cases use.
-    cross_suite = _suite([c for c in selected if c.cross_sdk], shared, logs / "cross")
+    cross_suite = Suite([c for c in selected if c.cross_sdk], shared, log_dir=logs / "cross")
     try:
         merged.results.extend(cross_suite.run_cross(clients).results)
-        merged.problems.extend(cross_suite._scan_worker_logs())
+        merged.problems.extend(cross_suite.scan_worker_logs())
     finally:
         cross_suite.close()
     for log_path, bearers in templates.bearers_by_log().items():
-        if _contains_secret(_read_from(log_path, 0), bearers):
+        if contains_secret(read_from(log_path, 0), bearers):
             merged.problems.append(f"a bearer appeared in the enrolment log {log_path}")
     return merged
 
@@ -208,14 +209,6 @@ def _not_run(spec: sdks.ClientSpec, queue: CaseQueue, options: Options) -> list[
         if options.on_result:
             options.on_result(result)
     return results
-
-
-def _suite(selected: list[Case], options: Options, log_dir: Path) -> Suite:
-    """A suite of its own (workers, scratch) whose logs go to ``log_dir``."""
-    suite = Suite(selected, options)
-    suite.log_dir = log_dir  # workers and clients start later, so they all log here
-    log_dir.mkdir(parents=True, exist_ok=True)
-    return suite
 
 
 def _serialised(

@@ -21,8 +21,10 @@ import time
 from pathlib import Path
 
 from . import protocol
+from .case_preparation import prepare
 from .catalogue import Case
-from .runner import Options, Suite, judge
+from .judging import judge
+from .runner import Options, Suite
 from .sdks import ClientSpec
 
 
@@ -35,7 +37,7 @@ def serve(case: Case, client: ClientSpec | None, results_dir: Path) -> int:
     folder: Path | None = None
     try:
         worker = suite.worker(case.worker)
-        prepared = suite.prepare(case, worker, timeout=3600.0)
+        prepared = prepare(case, worker, 3600.0, suite.scratch)
         if worker is not None and worker.control is not None:
             worker.control.begin_case(case.id, [dict(f) for f in case.faults])
         folder = Path(tempfile.mkdtemp(prefix="conformance-debug-"))

@@ -25,6 +25,7 @@ import jsonschema
 import yaml
 
 from .catalogue import match
+from .results import FAIL, PASS, XFAIL, XPASS, CaseResult
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -86,3 +87,17 @@ def entry_for(entries: list[Entry], case_id: str) -> Entry | None:
 def dangling(entries: list[Entry], all_case_ids: list[str]) -> list[Entry]:
     """Entries whose pattern matches no case in the whole catalogue."""
     return [e for e in entries if not any(match(e.pattern, c) for c in all_case_ids)]
+
+
+def reconcile(result: CaseResult, entries: list[Entry]) -> CaseResult:
+    """The result as the list sees it: a listed failure is expected, a listed pass an error."""
+    entry = entry_for(entries, result.case_id)
+    if entry is None:
+        return result
+    if result.status == PASS:
+        result.status = XPASS
+        result.reason = f"listed as a known failure ({entry.reason}) but passed: remove it from the list"
+    elif result.status == FAIL:
+        result.status = XFAIL
+        result.reason = entry.reason
+    return result

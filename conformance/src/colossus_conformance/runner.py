@@ -1,47 +1,34 @@
-"""Drives every selected case through every selected SDK client.
+"""Drives every selected case through every selected SDK client: the suite's orchestration.
 
-For each case the runner: makes sure the worker configuration it needs is
-running, prepares the connection inputs (possibly a crafted discovery folder),
-arms the case's faults, writes the bearers to the client's bearer pipe, sends
-the instruction, waits for the result, reads the worker's observations and
-evaluates the assertions. Clients never judge; all verdicts are made here.
+A ``Suite`` starts each worker configuration once, for the cases that need it, and runs
+one client's column of cases (``run_sdk``) and the cross-SDK cases in every rotation of
+roles (``run_cross``). Each case goes through ``case_execution``: prepared
+(``case_preparation``), sent in segments (``segments``), observed (``observations``,
+``sidecar_probes``) and judged (``judging``). Clients never judge; the runner does.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import logging
-import os
-import re
-import secrets
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import assertions, discovery, known_failures, scripts, sync_points
-from .case_queue import CaseQueue
+from . import known_failures
+from .bearer_leaks import contains_secret, read_from
+from .case_execution import run_case
+from .case_queue import CaseQueue, order_cases
 from .catalogue import Case
 from .client_process import ClientProcess, Exchange
 from .enrolment_templates import EnrolmentTemplates
-from .results import FAIL, NOT_RUN, PASS, SKIPPED, XFAIL, XPASS, CaseResult, RunVerdict
+from .results import NOT_RUN, SKIPPED, CaseResult, RunVerdict
 from .sdks import ClientSpec
-from .worker import (
-    DEFAULT_GRANT,
-    ManagedWorker,
-    malformed_bearer,
-    sidecar_fault_command,
-    unknown_bearer,
-    worker_command,
-)
+from .worker import DEFAULT_GRANT, ManagedWorker
 
 log = logging.getLogger("colossus_conformance")
-
-OTHER_INSTANCE_ID = "conformance-someone-else"
 
 
 @dataclass
@@ -55,53 +42,21 @@ class Options:
     templates: EnrolmentTemplates | None = None
 
 
-@dataclass
-class PreparedCase:
-    instruction: dict[str, Any]
-    bearers: list[str] = field(repr=False)
-    nonce: str = ""
-
-
-def substitute(value: Any, nonce: str) -> Any:
-    """Replaces ``<uniq>`` in every string with a per-execution nonce.
-
-    Workers are shared by every SDK of a run, so values that must be fresh
-    for each execution (idempotency keys) carry this token in the catalogue.
-    """
-    if isinstance(value, str):
-        return value.replace("<uniq>", nonce)
-    if isinstance(value, list):
-        return [substitute(v, nonce) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, nonce) for k, v in value.items()}
-    return value
-
-
-def order_cases(cases: list[Case]) -> list[Case]:
-    """Groups cases by worker configuration (so each worker starts once), keeping catalogue order."""
-    order = {
-        "daemon": 0,
-        "default-limits": 1,
-        "none": 2,
-        "tls12": 3,
-        "foreign-leaf": 4,
-        "leaf-with-intermediate": 5,
-        "no-h2-alpn": 6,
-    }
-    return sorted(cases, key=lambda c: order.get(c.worker, 9))
-
-
 class Suite:
-    """Holds the workers shared by every SDK of one run."""
+    """Holds the workers shared by every SDK of one run.
 
-    def __init__(self, cases: list[Case], options: Options):
+    Its workers and clients log to ``log_dir`` (``<results>/logs`` unless a parallel run
+    gives each runner a folder of its own).
+    """
+
+    def __init__(self, cases: list[Case], options: Options, log_dir: Path | None = None):
         self.cases = order_cases(cases)
         self.options = options
         self.scratch = Path(tempfile.mkdtemp(prefix="colossus-conformance-", dir=options.scratch))
         self.scratch.chmod(0o700)
         self.workers: dict[str, ManagedWorker] = {}
         self.broken: dict[str, str] = {}  # configuration -> why its worker cannot start
-        self.log_dir = options.results_dir / "logs"
+        self.log_dir = log_dir or options.results_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
 
     # -- workers ---------------------------------------------------------------
@@ -156,115 +111,6 @@ class Suite:
         for w in self.workers.values():
             w.stop()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-    # -- cases -----------------------------------------------------------------
-
-    def prepare(self, case: Case, worker: ManagedWorker | None, timeout: float) -> PreparedCase:
-        connections: list[dict[str, Any]] = []
-        bearers: list[str] = []
-        for conn in case.connections:
-            placement = conn.get("placement", "daemon")
-            if placement == "sidecar":
-                state_dir = Path(tempfile.mkdtemp(prefix="sidecar-", dir=self.scratch))
-                state_dir.chmod(0o700)
-                command = worker_command()
-                if "sidecar_fault" in conn:
-                    # The record of starts lives next to the state folder, in the runner's scratch.
-                    command = sidecar_fault_command(
-                        conn["sidecar_fault"], sidecar_record(state_dir), sidecar_children(state_dir)
-                    )
-                connections.append(
-                    {
-                        "name": conn["name"],
-                        "placement": "sidecar",
-                        "worker_command": command,
-                        "application_id": conn.get("app", "sidecar-app"),
-                        "grant": conn.get("grant", DEFAULT_GRANT),
-                        "state_dir": str(state_dir),
-                        "expected_deployment_mode": conn.get("expected_deployment_mode", "SIDECAR"),
-                    }
-                )
-                continue
-            assert worker is not None, f"{case.id}: a daemon connection needs a worker"
-            enrolment = worker.enrolments[conn.get("app", "full")]
-            folder = worker.public_api_dir
-            descriptor_pin: str | None = worker.certificate_sha256
-            if "discovery" in conn:
-                crafted = discovery.craft(worker.public_api_dir, conn["discovery"], self.scratch)
-                folder, descriptor_pin = crafted.public_api_dir, crafted.descriptor_pin
-            connections.append(
-                {
-                    "name": conn["name"],
-                    "placement": "daemon",
-                    "public_api_dir": str(folder),
-                    "expected_instance_id": self._instance(
-                        conn.get("expected_instance_id", "genuine"), enrolment.instance_id
-                    ),
-                    "expected_certificate_sha256": self._pin(
-                        conn.get("expected_pin", "genuine"), enrolment.certificate_sha256, descriptor_pin
-                    ),
-                    "expected_deployment_mode": conn.get("expected_deployment_mode", "SHARED_DAEMON"),
-                    "bearer_frame": True,
-                    **{k: conn[k] for k in ("credential_provider",) if k in conn},
-                }
-            )
-            bearer_kind = conn.get("bearer", "enrolled")
-            if bearer_kind == "enrolled":
-                bearers.append(enrolment.bearer)
-            elif bearer_kind == "unknown":
-                bearers.append(unknown_bearer())
-            else:
-                bearers.append(malformed_bearer(bearer_kind))
-        nonce = secrets.token_hex(4)
-        steps = [scripts.render_step(substitute(s, nonce)) for s in case.steps]
-        instruction = {
-            "type": "case",
-            "case": case.id,
-            "timeout_seconds": timeout,
-            "connections": connections,
-            "steps": steps,
-        }
-        return PreparedCase(instruction, bearers, nonce)
-
-    @staticmethod
-    def _pin(rule: str, genuine: str, descriptor_pin: str | None) -> str:
-        if rule == "genuine":
-            return genuine
-        if rule == "other":
-            return secrets.token_hex(32)
-        if rule == "last-digit":
-            # Differs from the genuine pin in its last hex digit only: an SDK comparing a
-            # prefix (or a truncated hash) accepts it.
-            return genuine[:-1] + ("0" if genuine[-1] != "0" else "1")
-        if rule == "uppercase":
-            return genuine.upper()
-        # Spellings a person might paste from a tool's output: the same digest, but not in
-        # the one grammar the SDKs take (64 lower-case hex digits), so each must be refused.
-        if rule == "sha256-prefix":
-            return "sha256:" + genuine
-        if rule == "colon-pairs":
-            return ":".join(genuine[i : i + 2] for i in range(0, len(genuine), 2))
-        if rule == "trailing-newline":
-            return genuine + "\n"
-        if rule == "short":
-            return genuine[:-1]
-        if rule == "descriptor":
-            return descriptor_pin or genuine
-        return rule
-
-    @staticmethod
-    def _instance(rule: str, genuine: str) -> str:
-        if rule == "genuine":
-            return genuine
-        if rule == "other":
-            return OTHER_INSTANCE_ID
-        if rule == "swapcase":
-            # The same letters in the other case: an SDK comparing IDs case-insensitively accepts it.
-            return genuine.swapcase()
-        if rule == "prefix":
-            # One character short: an SDK comparing prefixes accepts it.
-            return genuine[:-1]
-        return rule
 
     # -- one SDK ---------------------------------------------------------------
 
@@ -335,7 +181,7 @@ class Suite:
                 )
                 continue
             result, exchange = self.run_case(client, case, spec.sdk)
-            result = self._reconcile(result, entries)
+            result = known_failures.reconcile(result, entries)
             results.append(self._emit(result))
             if exchange.status == "timeout":
                 client.kill()
@@ -347,7 +193,7 @@ class Suite:
                 dead_reason = f"client crashed during {case.id}"
         if client is not None:
             client.stop()
-        problems.extend(self._scan_worker_logs())
+        problems.extend(self.scan_worker_logs())
         return RunVerdict(results, problems)
 
     def run_cross(self, specs: list[ClientSpec]) -> RunVerdict:
@@ -391,12 +237,12 @@ class Suite:
                     process.stop()
         return RunVerdict(results)
 
-    def _scan_worker_logs(self) -> list[str]:
+    def scan_worker_logs(self) -> list[str]:
         """Run-level C5/W3 check: no enrolled bearer in any worker's log."""
         problems = []
         for w in self.workers.values():
             bearers = [e.bearer for e in w.enrolments.values()]
-            if _contains_secret(_read_from(w.log_path, 0), bearers):
+            if contains_secret(read_from(w.log_path, 0), bearers):
                 problems.append(f"a bearer appeared in the log of worker {w.name}")
         return problems
 
@@ -419,397 +265,14 @@ class Suite:
     def run_case(
         self, client: ClientProcess, case: Case, sdk: str, roles: dict[str, ClientProcess] | None = None
     ) -> tuple[CaseResult, Exchange]:
-        """Runs one case; with ``roles`` (cross-SDK cases) each step goes to its role's client."""
-        started = time.monotonic()
-        result = CaseResult(
-            sdk, case.id, case.group, case.level, FAIL, requirements=", ".join(case.requirements)
+        """Runs one case on this suite's workers; see ``case_execution.run_case``."""
+        return run_case(
+            client,
+            case,
+            sdk,
+            workers=self.worker,
+            scratch=self.scratch,
+            log_dir=self.log_dir,
+            timeout_scale=self.options.timeout_scale,
+            roles=roles,
         )
-        timeout = case.timeout_seconds * self.options.timeout_scale
-        worker = None
-        try:
-            worker = self.worker(case.worker)
-            started = time.monotonic()  # a worker's start-up is not the case's time
-            prepared = self.prepare(case, worker, timeout)
-            if worker is not None and worker.control is not None:
-                worker.control.begin_case(case.id, [dict(f) for f in case.faults])
-        except Exception as exc:
-            result.details.append(f"runner could not prepare the case: {exc}")
-            result.seconds = time.monotonic() - started
-            return result, Exchange("ok")
-        reports: list[dict[str, Any]] = []
-        observations: dict[str, Any] = {}
-        exchange = Exchange("ok")
-        involved = list({id(c): c for c in [client, *(roles or {}).values()]}.values())
-        log_offsets = {id(c): _size(c.log_path) for c in involved}
-        client_steps, bound = sync_points.bound_actions(prepared.instruction["steps"])
-        at_sync = sync_points.SyncActions(
-            case.id, bound, worker, lambda: self._observe(worker, result), merge_observations
-        )
-        for index, segment in enumerate(split_segments(client_steps, by_role=roles is not None)):
-            if segment.action is not None:
-                # A runner action between two client segments (a worker restart).
-                try:
-                    observations = merge_observations(observations, self._observe(worker, result))
-                    self._act(segment.action, worker)
-                    if worker is not None and worker.control is not None:
-                        worker.control.begin_case(case.id, [])
-                except Exception as exc:
-                    result.details.append(f"runner action {segment.action['op']} failed: {exc}")
-                    break
-                continue
-            known = {r["id"]: r for r in reports}
-            steps = [resolve_earlier(without_role(s), known) for s in segment.steps]
-            instruction = dict(prepared.instruction, steps=steps)
-            process = roles[segment.role] if roles is not None and segment.role else client
-            exchange = process.run_case(instruction, prepared.bearers, timeout + 5.0, on_sync=at_sync.on_sync)
-            at_sync.finish()
-            observations = merge_observations(observations, at_sync.take_observations())
-            result.details.extend(at_sync.missing(steps) if exchange.status == "ok" else [])
-            if exchange.status != "ok" or exchange.result is None:
-                break
-            reports.extend(at_sync.with_reports(exchange.result.get("steps", [])))
-            if exchange.result.get("fatal"):
-                reports_fatal = exchange.result["fatal"]
-                result.details.append(f"client reported a fatal problem in segment {index}: {reports_fatal}")
-        result.details.extend(at_sync.problems)
-        control = worker.control if worker is not None else None
-        if control is not None and any(a["path"].startswith(_HANDSHAKE_PATHS) for a in case.assertions):
-            # The worker records a handshake when its own side finishes, which can
-            # be a moment after the client's (docs/fault-control.md).
-            pending = control.wait_for_handshakes(_HANDSHAKE_SETTLE_SECONDS)
-            if pending:
-                result.details.append(
-                    f"the worker still had {pending} TLS handshake(s) in "
-                    f"progress after {_HANDSHAKE_SETTLE_SECONDS:.0f} s"
-                )
-        observations = merge_observations(observations, self._observe(worker, result, end=True))
-        if worker is not None:
-            observations["discovery"] = worker.discovery_facts()
-            if worker.listener_changed:
-                try:
-                    worker.restore_listener()
-                except Exception as exc:
-                    result.details.append(f"runner could not restore the worker's listener: {exc}")
-        sidecars = {
-            c["name"]: {
-                "state_released": state_released(Path(c["state_dir"])),
-                "starts": _line_count(sidecar_record(Path(c["state_dir"]))),
-                "rpc_calls": _line_count(sidecar_calls(Path(c["state_dir"]))) or 0,
-                **children_facts(sidecar_children(Path(c["state_dir"]))),
-            }
-            for c in prepared.instruction["connections"]
-            if c["placement"] == "sidecar"
-        }
-        if sidecars:
-            observations["sidecars"] = sidecars
-        result.seconds = time.monotonic() - started
-        combined = {"type": "result", "case": case.id, "steps": reports}
-        self._record(sdk, prepared, exchange, observations, combined)
-        if exchange.status != "ok" or exchange.result is None:
-            result.details.append(f"client {exchange.status}: {exchange.detail}")
-            return result, exchange
-        result.details.extend(
-            judge(case, combined, observations, prepared.bearers, prepared.nonce, client.hello)
-        )
-        # C5 again: the clients' own log output during this case must not hold a bearer.
-        for c in involved:
-            if _contains_secret(_read_from(c.log_path, log_offsets[id(c)]), prepared.bearers):
-                result.details.append(f"a bearer appeared in the log output of {c.log_path.name}")
-        if not result.details:
-            result.status = PASS
-        return result, exchange
-
-    @staticmethod
-    def _observe(worker: ManagedWorker | None, result: CaseResult, end: bool = False) -> dict[str, Any]:
-        if worker is None or worker.control is None:
-            return {}
-        try:
-            observations = worker.control.observations()
-            if end:
-                worker.control.end_case()
-            return observations
-        except Exception as exc:
-            result.details.append(f"worker observations unavailable: {exc}")
-            return {}
-
-    @staticmethod
-    def _act(action: dict[str, Any], worker: ManagedWorker | None) -> None:
-        if action["op"] == "restart_worker":
-            if worker is None:
-                raise RuntimeError("this case has no worker to restart")
-            args = action.get("args", {})
-            worker.restart(hard=args.get("mode", "term") == "kill", listener=args.get("listener"))
-        else:
-            raise RuntimeError(f"unknown runner action {action['op']}")
-
-    def _record(
-        self,
-        sdk: str,
-        prepared: PreparedCase,
-        exchange: Exchange,
-        observations: dict[str, Any],
-        result: dict[str, Any],
-    ) -> None:
-        """Appends the raw exchange to ``logs/<sdk>-cases.jsonl`` for post-mortems.
-
-        The instruction holds no bearer (those travel on the bearer pipe), so
-        the log is safe to keep and to attach to a bug report.
-        """
-        record = {
-            "instruction": prepared.instruction,
-            "status": exchange.status,
-            "detail": exchange.detail,
-            "result": result,
-            "worker": observations,
-        }
-        with open(self.log_dir / f"{sdk}-cases.jsonl", "a") as out:
-            out.write(json.dumps(record) + "\n")
-
-    @staticmethod
-    def _reconcile(result: CaseResult, entries: list[known_failures.Entry]) -> CaseResult:
-        entry = known_failures.entry_for(entries, result.case_id)
-        if entry is None:
-            return result
-        if result.status == PASS:
-            result.status = XPASS
-            result.reason = f"listed as a known failure ({entry.reason}) but passed: remove it from the list"
-        elif result.status == FAIL:
-            result.status = XFAIL
-            result.reason = entry.reason
-        return result
-
-
-RUNNER_OPS = frozenset({"restart_worker"})
-_HANDSHAKE_PATHS = ("worker.connection", "worker.handshakes")
-# Longer than any handshake can last: the worker ends each one within its handshake
-# timeout (5 s by default) and records it then.
-_HANDSHAKE_SETTLE_SECONDS = 15.0
-
-
-def state_released(state_dir: Path, wait_seconds: float = 10.0) -> bool:
-    """True once no process holds the worker lock of a sidecar's state folder (S7).
-
-    The client closes every connection before it reports, and closing a sidecar
-    client must stop its worker; a worker that survives keeps the lock.
-    """
-    lock = state_dir / "worker.lock"
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:
-            fd = os.open(lock, os.O_RDWR)
-        except FileNotFoundError:
-            return True
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return True
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                return False
-        finally:
-            os.close(fd)
-        time.sleep(0.2)
-
-
-def sidecar_record(state_dir: Path) -> Path:
-    """Where a faulty sidecar worker records its starts (one line each)."""
-    return state_dir.with_name(state_dir.name + ".starts")
-
-
-def sidecar_calls(state_dir: Path) -> Path:
-    """Where a ``listener-*`` sidecar worker records the unary calls it received."""
-    return state_dir.with_name(state_dir.name + ".calls")
-
-
-def sidecar_children(state_dir: Path) -> Path:
-    """Where a ``spawn-child`` sidecar worker records the PIDs of its children."""
-    return state_dir.with_name(state_dir.name + ".children")
-
-
-def children_facts(record: Path, wait_seconds: float = 5.0) -> dict[str, int]:
-    """How many children a sidecar worker started and how many still run.
-
-    The SDK signalled its worker's group when the client closed; a signalled child may
-    take a moment to go, so this waits up to ``wait_seconds`` for the count to reach
-    zero. Nothing is reported when the worker started no children.
-    """
-    try:
-        pids = [int(line) for line in record.read_text().split()]
-    except FileNotFoundError:
-        return {}
-    deadline = time.monotonic() + wait_seconds
-    alive = [pid for pid in pids if _running(pid)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [pid for pid in alive if _running(pid)]
-    return {"children": len(pids), "children_alive": len(alive)}
-
-
-def _running(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (exited, not yet reaped) has ended."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _line_count(path: Path) -> int | None:
-    try:
-        return len(path.read_text().splitlines())
-    except OSError:
-        return None
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _read_from(path: Path, offset: int) -> str:
-    try:
-        with open(path, "rb") as log:
-            log.seek(offset)
-            return log.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _contains_secret(text: str, bearers: list[str]) -> bool:
-    return any(len(b) >= 8 and b in text for b in bearers) or BEARER_GRAMMAR.search(text) is not None
-
-
-# Any bearer this worker issues, enrolled by the runner or not (a sidecar's bootstrap
-# bearer, a rotated one): the prefix and 43 base64url characters (docs/sidecar.md).
-BEARER_GRAMMAR = re.compile(r"cb1_[A-Za-z0-9_-]{43}")
-
-
-@dataclass
-class Segment:
-    """Either a run of client steps (of one role in a cross-SDK case) or one runner action."""
-
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    action: dict[str, Any] | None = None
-    role: str | None = None
-
-
-def split_segments(steps: list[dict[str, Any]], by_role: bool = False) -> list[Segment]:
-    """Cuts a case's steps at runner actions (and, ``by_role``, where the step's SDK role
-    changes); each client segment is one instruction."""
-    segments: list[Segment] = []
-    current: list[dict[str, Any]] = []
-    role: str | None = None
-    for step in steps:
-        if step["op"] in RUNNER_OPS:
-            if current:
-                segments.append(Segment(steps=current, role=role))
-                current = []
-            segments.append(Segment(action=step))
-            continue
-        step_role = step.get("sdk") if by_role else None
-        if current and step_role != role:
-            segments.append(Segment(steps=current, role=role))
-            current = []
-        role = step_role
-        current.append(step)
-    if current:
-        segments.append(Segment(steps=current, role=role))
-    return segments
-
-
-def without_role(step: dict[str, Any]) -> dict[str, Any]:
-    """The step as a client sees it: the runner-side ``sdk`` role removed."""
-    return {k: v for k, v in step.items() if k != "sdk"}
-
-
-def resolve_earlier(value: Any, reports: dict[str, dict[str, Any]]) -> Any:
-    """Resolves ``$step.path`` references to steps of earlier segments.
-
-    A client only knows the steps of the instruction it is executing, so the
-    runner fills in values reported in earlier segments itself. Unresolvable
-    references are left for the client to report.
-    """
-    if isinstance(value, str) and value.startswith("$") and value[1:].split(".")[0] in reports:
-        document = {"steps": reports}
-        resolved = assertions.resolve(document, assertions.ref_to_path(value))
-        return value if resolved is assertions.MISSING or resolved is None else resolved
-    if isinstance(value, list):
-        return [resolve_earlier(v, reports) for v in value]
-    if isinstance(value, dict):
-        return {k: resolve_earlier(v, reports) for k, v in value.items()}
-    return value
-
-
-def merge_observations(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Combines the observations of two worker lifetimes within one case."""
-    if not a:
-        return dict(b)
-    if not b:
-        return dict(a)
-    calls = dict(a.get("rpc_calls", {}))
-    for name, count in b.get("rpc_calls", {}).items():
-        calls[name] = calls.get(name, 0) + count
-    return {
-        "connections": list(a.get("connections", [])) + list(b.get("connections", [])),
-        "rpc_calls": calls,
-        "watch_cursors": list(a.get("watch_cursors", [])) + list(b.get("watch_cursors", [])),
-        "bearer_seen": bool(a.get("bearer_seen")) or bool(b.get("bearer_seen")),
-        "silent_closes": int(a.get("silent_closes", 0)) + int(b.get("silent_closes", 0)),
-        "shutdowns": int(a.get("shutdowns", 0)) + int(b.get("shutdowns", 0)),
-    }
-
-
-def credential_rule(result: dict[str, Any], hello: dict[str, Any]) -> list[str]:
-    """Suite-wide C5 rule: a step refused by a trust check never asked for the bearer.
-
-    Applies to clients that report ``credential_calls`` (docs/client-protocol.md).
-    """
-    if "credential_calls" not in hello.get("features", []):
-        return []
-    failures = []
-    for step in result.get("steps", []):
-        error = step.get("error") or {}
-        # A step with a sync point was healthy before it; only calls after the release
-        # can belong to the connection the trust check refused.
-        counted = (
-            "credential_calls_after_sync" if "credential_calls_after_sync" in step else "credential_calls"
-        )
-        if error.get("kind") == "trust" and step.get(counted, 0) != 0:
-            failures.append(
-                f"steps.{step['id']}: refused by a trust check, yet the credential provider was "
-                f"called {step[counted]} time(s) (C5: the bearer is loaded last)"
-            )
-    return failures
-
-
-def judge(
-    case: Case,
-    result: dict[str, Any],
-    observations: dict[str, Any],
-    bearers: list[str],
-    nonce: str = "",
-    hello: dict[str, Any] | None = None,
-) -> list[str]:
-    """Every failed check of one case, as text; empty means the case passed."""
-    failures: list[str] = []
-    document = {
-        "steps": {s["id"]: s for s in result.get("steps", [])},
-        "worker": assertions.derive_worker_fields(observations),
-        "case": {"id": case.id, "level": case.level},
-        "client": hello or {},
-    }
-    if result.get("fatal"):
-        failures.append(f"client reported a fatal problem: {result['fatal']}")
-    failures.extend(credential_rule(result, hello or {}))
-    for assertion in case.assertions:
-        outcome = assertions.evaluate(substitute(assertion, nonce), document)
-        if not outcome.ok:
-            failures.append(outcome.description)
-    # Suite-wide rule (C5): no bearer may appear in anything the client reports,
-    # including error messages.
-    text = json.dumps(result)
-    if _contains_secret(text, bearers):
-        failures.append("a bearer appeared in the client's report (error text or values)")
-    return failures

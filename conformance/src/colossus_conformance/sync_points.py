@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .observations import merge_observations
+
 if TYPE_CHECKING:
     from .worker import ManagedWorker
 
@@ -146,13 +148,11 @@ class SyncActions:
         actions: dict[str, dict[str, Any]],
         worker: ManagedWorker | None,
         observe: Callable[[], dict[str, Any]],
-        merge: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]],
     ):
         self.case_id = case_id
         self.actions = actions
         self.worker = worker
         self.observe = observe
-        self.merge = merge
         self.reached: list[str] = []
         self.problems: list[str] = []
         self.observations: dict[str, Any] = {}
@@ -178,7 +178,7 @@ class SyncActions:
         try:
             if self.worker is None:
                 raise RuntimeError("this case has no worker to restart")
-            self.observations = self.merge(self.observations, self.observe())
+            self.observations = merge_observations(self.observations, self.observe())
             args = action.get("args", {})
             self.worker.halt(hard=args.get("mode", "term") == "kill", listener=args.get("listener"))
         except Exception as exc:

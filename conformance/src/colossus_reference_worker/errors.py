@@ -18,7 +18,7 @@ from grpclib.const import Status
 from grpclib.encoding.base import StatusDetailsCodecBase
 from grpclib.exceptions import GRPCError
 
-from .protowire import length_delimited, varint
+from .wire.protowire import length_delimited, varint
 
 DOMAIN = "colossus.api.v1alpha1"
 _STATUS_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"

@@ -24,16 +24,16 @@ from typing import Any, cast
 from h2.settings import SettingCodes
 
 from .config import Limits
-from .connection_errors import ignore_unknown_frames, send_goaway_on_errors
 from .eager_start import start_now
-from .frame_trace import defer_frame_repr
 from .handlers.pipeline import ConnectionTable
-from .header_block import keep_request_headers
-from .header_block_bound import bound_header_blocks
-from .hooks import WorkerHooks
-from .hpack_memo import memoize_header_blocks
-from .stream_errors import reset_malformed_requests
-from .stream_limit import refuse_excess_streams
+from .http2.connection_errors import ignore_unknown_frames, send_goaway_on_errors
+from .http2.frame_trace import defer_frame_repr
+from .http2.header_block import keep_request_headers
+from .http2.header_block_bound import bound_header_blocks
+from .http2.hpack_memo import memoize_header_blocks
+from .http2.stream_errors import reset_malformed_requests
+from .http2.stream_limit import refuse_excess_streams
+from .worker_hooks import WorkerHooks
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from typing import Any
 from grpclib.protocol import H2Protocol
 from grpclib.server import Server
 
-from .codec import BetterprotoCodec
 from .config import WorkerConfig
 from .credentials import Credential, CredentialBook, Grant
 from .discovery import DiscoveryFiles, endpoint_url
@@ -25,10 +24,9 @@ from .errors import ErrorInfoDetailsCodec, StorageUnavailable
 from .handlers.pipeline import ConnectionTable, Pipeline
 from .handlers.runs import RunService
 from .handlers.system import SystemService
-from .hooks import NO_HOOKS, WorkerHooks
+from .http2.not_grpc import WorkerHandler
 from .journal import Journal
 from .listener import Listener
-from .not_grpc import WorkerHandler
 from .plugins import ServiceContext, load_artifact_plugin
 from .state import (
     StateError,
@@ -38,7 +36,10 @@ from .state import (
     secret_file,
     write_private_file,
 )
-from .tls import TlsIdentity, load_identity
+from .tls import load_identity
+from .tls_identity import TlsIdentity
+from .wire.codec import BetterprotoCodec
+from .worker_hooks import NO_HOOKS, WorkerHooks
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The worker's TLS identity (W1): a deterministic P-256 leaf and TLS 1.3-only contexts.
+"""Loads the worker's TLS identity (W1): a deterministic P-256 leaf (``tls_identity.py``).
 
 A 32-byte seed in the state folder is the only input. The private scalar, the
 certificate serial and the instance ID are derived from it with HKDF, and the
@@ -14,13 +14,10 @@ import contextlib
 import hashlib
 import hmac
 import json
-import os
-import ssl
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from .state import read_private_file, secret_file, write_private_file
+from .tls_identity import TlsIdentity
 
 # The derived identity, kept beside the seed: the derivation needs `cryptography`, whose
 # import alone costs a start about 70 ms of CPU, and test suites start hundreds of workers.
@@ -30,43 +27,6 @@ IDENTITY_CACHE = "tls-identity"
 # derived again; whoever can forge it can read the seed and derive the same identity.
 _CACHE_LABEL = b"colossus-worker identity cache v1\0"
 _CACHE_FIELDS = ("host", "instance_id", "certificate_pem", "private_key_pem", "certificate_sha256")
-
-
-@dataclass(frozen=True)
-class TlsIdentity:
-    """The leaf and what is derived from it."""
-
-    instance_id: str
-    host: str
-    certificate_pem: bytes
-    private_key_pem: bytes
-    certificate_sha256: str
-    scratch_dir: Path | None = None
-
-    def server_context(self) -> ssl.SSLContext:
-        """A server context that speaks TLS 1.3 only and offers HTTP/2."""
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-        ctx.maximum_version = ssl.TLSVersion.TLSv1_3
-        ctx.set_alpn_protocols(["h2"])
-        # No session tickets: a resumed TLS 1.3 session skips the certificate, and
-        # every connection must show a pinning client the leaf it checks.
-        ctx.num_tickets = 0
-        load_chain(ctx, self.certificate_pem, self.private_key_pem, self.scratch_dir)
-        return ctx
-
-
-def load_chain(
-    ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes, scratch_dir: Path | None = None
-) -> None:
-    """Load PEM material into ``ctx`` through a short-lived 0600 file in ``scratch_dir``."""
-    fd, name = tempfile.mkstemp(prefix=".leaf-", suffix=".pem", dir=scratch_dir)
-    try:
-        os.write(fd, key_pem + cert_pem)
-        os.close(fd)
-        ctx.load_cert_chain(name)
-    finally:
-        os.unlink(name)
 
 
 def load_identity(state_dir: Path, host: str = "127.0.0.1") -> TlsIdentity:

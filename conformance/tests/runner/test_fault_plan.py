@@ -196,7 +196,7 @@ def test_shutdown_stops_the_worker_with_the_call_in_flight():
 
 def test_a_new_lifetime_keeps_connection_and_watch_numbers_apart():
     from colossus_reference_worker.faults.hooks import FaultHooks
-    from colossus_reference_worker.hooks import WatchContext
+    from colossus_reference_worker.worker_hooks import WatchContext
 
     hooks = FaultHooks()
     hooks.state.begin("case", parse_plan([]))

@@ -5,8 +5,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from colossus_conformance import cli, known_failures, report
+from colossus_conformance.judging import judge
 from colossus_conformance.results import FAIL, NOT_RUN, PASS, XFAIL, XPASS, CaseResult, RunVerdict
-from colossus_conformance.runner import Options, judge
+from colossus_conformance.runner import Options
 
 from .conftest import make_cases
 

@@ -1,6 +1,7 @@
 """Cases with runner actions are cut into client segments, and stitched back together."""
 
-from colossus_conformance.runner import merge_observations, resolve_earlier, split_segments, without_role
+from colossus_conformance.observations import merge_observations
+from colossus_conformance.segments import resolve_earlier, split_segments, without_role
 
 
 def test_split_at_runner_actions():

@@ -14,8 +14,9 @@ import pytest
 from colossus_conformance import sync_points
 from colossus_conformance.catalogue import CatalogueError, parse_document
 from colossus_conformance.client_process import ClientProcess
+from colossus_conformance.judging import credential_rule
 from colossus_conformance.results import FAIL
-from colossus_conformance.runner import Options, Suite, credential_rule, merge_observations
+from colossus_conformance.runner import Options, Suite
 from colossus_conformance.sdks import ClientSpec
 
 from .conftest import HERE
@@ -233,7 +234,7 @@ class FakeWorker:
 
 def actions_for(args, worker):
     action = {"id": "r", "op": "restart_worker", "args": {"at_sync": "w", **args}}
-    return sync_points.SyncActions("selftest.sync", {"w": action}, worker, lambda: {}, merge_observations)
+    return sync_points.SyncActions("selftest.sync", {"w": action}, worker, lambda: {})
 
 
 def test_a_restart_without_down_time_is_done_before_the_release():
@@ -272,7 +273,7 @@ def test_keep_observations_keeps_what_a_restarted_worker_saw_before_it_was_armed
     from colossus_reference_worker.faults.control import FaultControlServer
     from colossus_reference_worker.faults.hooks import FaultState
     from colossus_reference_worker.faults.plan import FaultSpecError
-    from colossus_reference_worker.hooks import WatchContext
+    from colossus_reference_worker.worker_hooks import WatchContext
 
     state = FaultState()
     control = FaultControlServer(str(tmp_path / "unused.sock"), state)

@@ -9,7 +9,7 @@ transport error) fails, and so does one that gives up before its elapsed-time bu
 import pytest
 
 from colossus_conformance import catalogue
-from colossus_conformance.runner import judge
+from colossus_conformance.judging import judge
 
 from .conftest import SUITE
 

@@ -31,10 +31,10 @@ from colossus_reference_worker._gen.colossus.api.v1alpha1 import (
 )
 from colossus_reference_worker.config import Limits
 from colossus_reference_worker.handlers.pipeline import ConnectionTable
-from colossus_reference_worker.hooks import WorkerHooks
 from colossus_reference_worker.listener import Listener
 from colossus_reference_worker.server import _GrpcServer
 from colossus_reference_worker.tls import load_identity
+from colossus_reference_worker.worker_hooks import WorkerHooks
 
 
 def _read_frames(path: Path) -> list[bytes]:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from colossus_reference_worker.protowire import varint
+from colossus_reference_worker.wire.protowire import varint
 
 from conftest import ROOMY, error_info, pb
 

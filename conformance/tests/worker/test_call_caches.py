@@ -27,12 +27,12 @@ from colossus_reference_worker._gen.colossus.api.v1alpha1 import (
 from colossus_reference_worker.config import WorkerConfig
 from colossus_reference_worker.credentials import CredentialBook, Grant, KnownCredentials
 from colossus_reference_worker.errors import ApiError
-from colossus_reference_worker.frame_trace import defer_frame_repr
 from colossus_reference_worker.handlers.pipeline import ConnectionTable, Pipeline
 from colossus_reference_worker.handlers.system import SystemService
-from colossus_reference_worker.hooks import NO_HOOKS, WorkerHooks
+from colossus_reference_worker.http2.frame_trace import defer_frame_repr
 from colossus_reference_worker.journal import Journal
 from colossus_reference_worker.state import secret_file
+from colossus_reference_worker.worker_hooks import NO_HOOKS, WorkerHooks
 
 from conftest import expect_error, pb, script
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from raw_h2 import RawClient, frame
 
-from colossus_reference_worker.protowire import varint
+from colossus_reference_worker.wire.protowire import varint
 
 from conftest import pb, script
 

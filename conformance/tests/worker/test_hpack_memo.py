@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from colossus_reference_worker.hpack_memo import memoize_header_blocks
+from colossus_reference_worker.http2.hpack_memo import memoize_header_blocks
 
 # Literal without indexing, new name: the way gRPC clients send authorization.
 _UNINDEXED_AUTH = bytes([0x00, 13]) + b"authorization" + bytes([11]) + b"Bearer abcd"

@@ -12,7 +12,7 @@ import uuid
 import grpc
 from raw_h2 import RawClient, frame
 
-from colossus_reference_worker.protowire import varint
+from colossus_reference_worker.wire.protowire import varint
 
 from conftest import error_info, expect_error, pb, script
 

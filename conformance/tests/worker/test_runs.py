@@ -9,7 +9,7 @@ import uuid
 import grpc
 import pytest
 
-from colossus_reference_worker.protowire import varint
+from colossus_reference_worker.wire.protowire import varint
 
 from conftest import expect_error, pb, script
 

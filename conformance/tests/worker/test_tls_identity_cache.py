@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from colossus_reference_worker.tls import IDENTITY_CACHE, TlsIdentity, load_identity
+from colossus_reference_worker.tls import IDENTITY_CACHE, load_identity
 from colossus_reference_worker.tls_derive import derive_identity
+from colossus_reference_worker.tls_identity import TlsIdentity
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from colossus_reference_worker.config import Limits
 from colossus_reference_worker.engine import views
 from colossus_reference_worker.engine.wire import encode_watch_response
 from colossus_reference_worker.errors import ApiError
-from colossus_reference_worker.wire_guard import check_create_run, check_list_runs
+from colossus_reference_worker.wire.guard import check_create_run, check_list_runs
 
 EVENTS = [
     {"type": "status", "previous": "QUEUED", "status": "RUNNING"},

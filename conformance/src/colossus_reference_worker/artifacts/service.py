@@ -26,10 +26,10 @@ from .._gen.colossus.api.v1alpha1 import (
     UploadArtifactRequest,
     UploadArtifactResponse,
 )
-from ..codec import read_messages, read_request
 from ..config import IMAGE_INPUT_CAPABILITY
 from ..credentials import Principal
 from ..errors import ApiError, invalid
+from ..wire.codec import read_messages, read_request
 from .store import (
     ArtifactMeta,
     ArtifactStore,

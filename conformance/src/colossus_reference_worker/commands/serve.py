@@ -14,8 +14,8 @@ from ..config import WorkerConfig
 from .common import UsageError
 
 if TYPE_CHECKING:
-    from ..hooks import WorkerHooks
     from ..server import RunningWorker
+    from ..worker_hooks import WorkerHooks
 
 OnServing = Callable[["RunningWorker"], None]
 

@@ -7,15 +7,13 @@ import logging
 import os
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from ..config import Limits, WorkerConfig
 from ..errors import JournalIntegrityError, StorageUnavailable
 from ..runtime.executor import Executor, RunCancelled, RunFailed, WorkerCrash
-from .model import TERMINAL, Event
-from .runs import EventLimitReached, now_us
-
-if TYPE_CHECKING:
-    from .engine import RunEngine
+from .model import TERMINAL, Event, State
+from .runs import EventLimitReached, RunStore, now_us
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +23,28 @@ _STORAGE_RETRY_FIRST_SECONDS = 0.1
 _STORAGE_RETRY_MAX_SECONDS = 2.0
 
 
+class DriverHost(Protocol):
+    """What a driver uses of the engine that owns it (``RunEngine``), named here so the
+    driver needs no import of the engine, which imports it."""
+
+    config: WorkerConfig
+    limits: Limits
+    store: RunStore
+
+    def state_of(self, run_id: str) -> State: ...
+
+    def append(self, run_id: str, event: Event, *, pc: int | None = None,
+               private: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    def terminate(self, run_id: str, status: str, result: dict[str, Any]) -> None: ...
+
+    def driver_done(self, driver: RunDriver) -> None: ...
+
+
 class RunDriver:
     """One live run: its executor task, its cancel flag and its pending answer."""
 
-    def __init__(self, engine: RunEngine, creation: dict[str, Any], output_so_far: str) -> None:
+    def __init__(self, engine: DriverHost, creation: dict[str, Any], output_so_far: str) -> None:
         self.engine = engine
         self.creation = creation
         self.run_id: str = creation["run_id"]

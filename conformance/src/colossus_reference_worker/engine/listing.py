@@ -10,19 +10,30 @@ the page are read in full (and so fully verified).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from grpclib.const import Status
 
+from ..config import Limits
 from ..credentials import Principal
 from ..errors import ApiError, invalid
+from .limits import Gate
 from .model import STATUSES, State
-from .pagination import Cursor
+from .pagination import Cursor, TokenCodec
+from .runs import RunStore
 
-if TYPE_CHECKING:
-    from .engine import RunEngine
 
-async def list_runs(engine: RunEngine, principal: Principal, statuses: list[int], page_size: int,
+class ListingHost(Protocol):
+    """What ListRuns uses of the engine (``RunEngine``), named here so this module needs no
+    import of the engine, which imports it."""
+
+    limits: Limits
+    lists: Gate
+    tokens: TokenCodec
+    store: RunStore
+
+
+async def list_runs(engine: ListingHost, principal: Principal, statuses: list[int], page_size: int,
                     page_token: str) -> tuple[list[tuple[dict[str, Any], State]], str]:
     lim = engine.limits
     if len(statuses) > lim.max_list_status_filters:

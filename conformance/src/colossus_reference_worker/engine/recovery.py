@@ -18,23 +18,35 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import JournalIntegrityError
-from .model import TERMINAL
-from .runs import now_us
-
-if TYPE_CHECKING:
-    from .engine import RunEngine
+from .model import TERMINAL, Event
+from .runs import RunStore, now_us
 
 log = logging.getLogger(__name__)
+
+
+class RecoveryHost(Protocol):
+    """What recovery uses of the engine (``RunEngine``), named here so this module needs no
+    import of the engine, which imports it."""
+
+    store: RunStore
+    active: dict[str, set[str]]
+
+    def append(self, run_id: str, event: Event, *, pc: int | None = None,
+               private: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    def terminate(self, run_id: str, status: str, result: dict[str, Any]) -> None: ...
+
+    def _start_driver(self, creation: dict[str, Any], pc: int, output: str = "") -> None: ...
 
 
 # One record per start and per graceful stop; the head says how the last process ended.
 LIFECYCLE_STREAM = "worker:lifecycle"
 
 
-def _last_stop_was_clean(engine: RunEngine) -> bool:
+def _last_stop_was_clean(engine: RecoveryHost) -> bool:
     """Whether the previous process stopped gracefully; records this start first.
 
     The start is recorded before any run is touched, so a crash during recovery
@@ -48,7 +60,7 @@ def _last_stop_was_clean(engine: RunEngine) -> bool:
     return clean
 
 
-def mark_clean_stop(engine: RunEngine) -> None:
+def mark_clean_stop(engine: RecoveryHost) -> None:
     """Record a graceful stop; call after the last run append of this process."""
     journal = engine.store.journal
     head = journal.head(LIFECYCLE_STREAM)
@@ -56,7 +68,7 @@ def mark_clean_stop(engine: RunEngine) -> None:
                    "worker.stopped", {"time": now_us()}, head)
 
 
-def recover(engine: RunEngine) -> dict[str, int]:
+def recover(engine: RecoveryHost) -> dict[str, int]:
     """Settle or resume every run a previous process left non-terminal."""
     counts: dict[str, int] = defaultdict(int)
     clean = _last_stop_was_clean(engine)
@@ -70,7 +82,7 @@ def recover(engine: RunEngine) -> dict[str, int]:
     counts.pop("terminal", None)
     return dict(counts)
 
-def _recover_one(engine: RunEngine, run_id: str, clean: bool) -> str:
+def _recover_one(engine: RecoveryHost, run_id: str, clean: bool) -> str:
     tail = engine.store.tail(run_id)
     assert tail is not None
     status = tail.state["status"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import protowire
 from .._gen.colossus.api.v1alpha1 import RunMode, RunStatus
+from ..wire import protowire
 from . import views
 from .model import State
 

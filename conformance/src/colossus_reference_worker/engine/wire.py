@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import protowire
 from .._gen.colossus.api.v1alpha1 import (
     ActionClass,
     InteractionOutcome,
@@ -20,6 +19,7 @@ from .._gen.colossus.api.v1alpha1 import (
     ToolActivityPhase,
     WatchRunResponse,
 )
+from ..wire import protowire
 from . import views
 
 # Local names: the replay loop calls these per event, so skip the module lookup.

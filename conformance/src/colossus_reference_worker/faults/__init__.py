@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ..fault_flags import MAX_STARTUP_SILENT_CLOSES, ListenerVariant, add_arguments
-from ..hooks import WorkerHooks
+from ..worker_hooks import WorkerHooks
 from .control import FaultControlServer
 from .hooks import FaultHooks, FaultState
 from .listener import build_listener_context

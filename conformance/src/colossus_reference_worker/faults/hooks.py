@@ -1,7 +1,7 @@
 """``FaultHooks``: the worker's deliberate misbehaviour, armed per case (W15).
 
 The server plumbing calls these hooks around the listener, every request, the
-unary handlers and the watch stream (see :mod:`colossus_reference_worker.hooks`).
+unary handlers and the watch stream (see :mod:`colossus_reference_worker.worker_hooks`).
 The handlers themselves are untouched: a fault is either an error raised
 before or after a handler, or a rewrite of the event iterator a watch sends.
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from grpclib.const import Status
 
 from ..fault_flags import ListenerVariant
-from ..hooks import WatchContext, WorkerHooks
+from ..worker_hooks import WatchContext, WorkerHooks
 from .listener import build_listener_context
 from .observations import ObservationLog
 from .plan import FaultPlan, RpcFault, Shutdown, WatchFault

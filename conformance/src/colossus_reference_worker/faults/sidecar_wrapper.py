@@ -169,8 +169,8 @@ def arm_listener(variant: str, calls: Path) -> None:
 def arm(fault: str, start: int, record: Path) -> None:
     """Patches this process's worker before it starts."""
     from .. import faults
-    from ..hooks import WorkerHooks
     from ..sidecar import main as sidecar_main
+    from ..worker_hooks import WorkerHooks
 
     if fault == "spawn-child":
         return

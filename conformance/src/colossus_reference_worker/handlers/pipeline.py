@@ -33,8 +33,8 @@ from ..errors import (
     internal,
     storage_unavailable,
 )
-from ..header_block import header_list_size, request_header_size
-from ..hooks import WorkerHooks
+from ..http2.header_block import header_list_size, request_header_size
+from ..worker_hooks import WorkerHooks
 from .reply import send_unary_reply
 
 log = logging.getLogger(__name__)

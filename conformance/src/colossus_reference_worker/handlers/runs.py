@@ -25,13 +25,13 @@ from .._gen.colossus.api.v1alpha1 import (
     WatchRunRequest,
     WatchRunResponse,
 )
-from ..codec import read_request
 from ..credentials import Principal
 from ..engine import views
 from ..engine.engine import RunEngine
 from ..engine.run_wire import encode_run_reply
-from ..hooks import WatchContext, WorkerHooks
-from ..wire_guard import check_create_run, check_list_runs
+from ..wire.codec import read_request
+from ..wire.guard import check_create_run, check_list_runs
+from ..worker_hooks import WatchContext, WorkerHooks
 from .pipeline import Pipeline
 
 _PREFIX = "/colossus.api.v1alpha1.RunService/"

@@ -17,10 +17,10 @@ from .._gen.colossus.api.v1alpha1 import (
     ServerInfo,
     TokenBucket,
 )
-from ..codec import read_request
 from ..config import API_MAJOR, API_PACKAGE, API_VERSION
 from ..credentials import Principal
-from ..hooks import WorkerHooks
+from ..wire.codec import read_request
+from ..worker_hooks import WorkerHooks
 from .pipeline import Pipeline
 
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from grpclib.const import Status
 
-from .config import Limits
-from .errors import ApiError, invalid
+from ..config import Limits
+from ..errors import ApiError, invalid
 from .protowire import Malformed, read_varint
 
 

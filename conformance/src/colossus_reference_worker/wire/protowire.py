@@ -1,7 +1,7 @@
 """Protobuf wire-format primitives for what the worker encodes or inspects by hand.
 
 Encoding serves `google.rpc.Status` (which the contract does not import) and the fast
-watch-event path; decoding serves the request guards (``wire_guard``, ``wire_schema``)
+watch-event path; decoding serves the request guards (``guard``, ``schema``)
 that look at raw bytes before the generated classes parse them.
 """
 

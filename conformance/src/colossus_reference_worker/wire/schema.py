@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import invalid
+from ..errors import invalid
 from .protowire import Malformed, read_varint
 
 MAX_UNKNOWN_FIELDS = 16

@@ -11,8 +11,8 @@ from grpclib.const import Status
 from grpclib.encoding.base import CodecBase
 from grpclib.server import Stream
 
-from .errors import ApiError, invalid
-from .wire_schema import check_message
+from ..errors import ApiError, invalid
+from .schema import check_message
 
 M = TypeVar("M", bound=betterproto2.Message)
 
@@ -104,7 +104,7 @@ async def read_request(
 
     The gRPC length prefix is checked against ``max_bytes`` first; the raw
     bytes then pass ``guard`` (the method's own limits) and the structural
-    check of :mod:`wire_schema`, the client's side must then end, and only
+    check of :mod:`schema`, the client's side must then end, and only
     then is the message decoded.
     """
     buffered = _take_buffered(stream, max_bytes)
