@@ -38,6 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a script by ./noxw: the package lives in the repository's root.
+sys.path.insert(0, str(ROOT))
+
+from noxsessions import _registry  # noqa: E402
 
 # Shared state in the working tree, and the sessions that write it.
 LOCKS: dict[str, frozenset[str]] = {
@@ -274,16 +278,6 @@ def summary(outcomes: Sequence[Outcome], wall: float, lanes: int, *, out=sys.std
     return 1 if failed else 0
 
 
-def default_sessions() -> list[str]:
-    """nox's default list, read from noxfile.py as a bare `nox` would."""
-    sys.path.insert(0, str(ROOT))
-    import nox
-
-    import noxfile  # noqa: F401  (registers the sessions and sets the default list)
-
-    return list(nox.options.sessions or [])
-
-
 def split_arguments(argv: Sequence[str]) -> tuple[int, list[str] | None, list[str], list[str]]:
     """(lanes, sessions or None for the default list, other nox options, posargs)."""
     argv = list(argv)
@@ -310,7 +304,7 @@ def default_lanes() -> int:
 
 def main(argv: Sequence[str], nox: Sequence[str]) -> int:
     lanes, sessions, options, posargs = split_arguments(argv)
-    names = sessions or default_sessions()
+    names = sessions or _registry.default_sessions()
     logdir = Path(tempfile.mkdtemp(prefix="noxw-lanes-"))
     runner = NoxRunner(nox, options, posargs, logdir)
     print(f"noxw lanes: {len(names)} sessions on {lanes} lanes; logs in {logdir}", flush=True)

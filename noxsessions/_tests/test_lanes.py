@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from noxsessions import _lanes
+from noxsessions import _lanes, _registry
 from noxsessions._lanes import LOCKS, SIZES, Outcome, Schedule, run_lanes
 
 HERE = Path(__file__).resolve().parent
@@ -148,20 +148,18 @@ def test_order_starts_a_chain_of_lock_mates_before_a_longer_single_session() -> 
 
 def test_every_named_session_exists() -> None:
     # A renamed session would silently lose its lock or its size.
-    import nox  # noqa: F401
-
-    registered = set(_registered_sessions())
+    registered = set(_registry.sessions())
     named = set(SIZES).union(*LOCKS.values(), _lanes.WEIGHTS)
     assert named - registered == set()
 
 
-def _registered_sessions() -> list[str]:
-    sys.path.insert(0, str(ROOT))
-    import nox.registry
-
-    import noxfile  # noqa: F401
-
-    return list(nox.registry.get())
+def test_the_lane_runner_finds_the_default_sessions_without_noxfile() -> None:
+    # _lanes.py reads the areas through _registry, as noxfile.py does: the same list.
+    code = "import sys; from noxsessions import _registry; _registry.default_sessions(); print('noxfile' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+    assert _registry.default_sessions()[0] == "check_generated"
+    assert _registry.default_sessions()[-1] == "conformance"
 
 
 def test_failing_session_fails_the_run_and_its_whole_log_is_printed_again(tmp_path: Path) -> None:
