@@ -27,6 +27,7 @@ from pathlib import Path
 import nox
 
 from noxsessions._cargo import fetch
+from noxsessions._lane_facts import CONFORMANCE_CLIENTS, lane
 from noxsessions.typescript_sdk import _npm_ci, conformance_node, node_first_on_path
 from noxsessions._wheels import install_local
 
@@ -39,6 +40,7 @@ RUNNER_PATHS = ["src/colossus_conformance", "clients/python", "clients/python-as
 
 
 @nox.session
+@lane(locks=[CONFORMANCE_CLIENTS], size=2)
 def conformance(session: nox.Session) -> None:
     """Start the reference worker and drive every SDK's client through the case catalogue."""
     # The runner and the reference worker share one package (exact pins in its

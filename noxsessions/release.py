@@ -48,6 +48,7 @@ import nox
 
 from noxsessions._cargo import OFFLINE, fetch
 from noxsessions._install_blocks import run_block
+from noxsessions._lane_facts import CARGO_TARGET, PYTHON_SDK_TREE, lane
 from noxsessions._wheels import build_sdist_and_wheel, install_local
 from noxsessions.typescript_sdk import _npm_ci
 
@@ -64,12 +65,14 @@ DEFAULT_SESSIONS = ["release_dry_run"]
 
 
 @nox.session
+@lane(locks=[PYTHON_SDK_TREE, CARGO_TARGET])
 def release(session: nox.Session) -> None:
     """Build, check, install from the artifact and run every SDK; the Rust crate verified."""
     _release(session, dry_run=False)
 
 
 @nox.session
+@lane(locks=[PYTHON_SDK_TREE, CARGO_TARGET])
 def release_dry_run(session: nox.Session) -> None:
     """The release on a working tree: uncommitted changes allowed, no cargo package verify."""
     _release(session, dry_run=True)

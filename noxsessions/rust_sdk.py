@@ -40,6 +40,7 @@ import nox
 
 from noxsessions import _rust_readme
 from noxsessions._cargo import OFFLINE, cargo_env, fetch
+from noxsessions._lane_facts import CARGO_TARGET, lane
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +81,7 @@ def stray_package_files(listed: list[str]) -> list[str]:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[CARGO_TARGET])
 def rust_lint(session: nox.Session) -> None:
     """Formatting, clippy -D warnings, rustdoc -D warnings, and the published file list."""
     env = fetch(session)
@@ -118,6 +120,7 @@ def examples() -> list[str]:
 
 
 @nox.session
+@lane(locks=[CARGO_TARGET])
 def rust_tests(session: nox.Session) -> None:
     """cargo test (a missing worker fails the integration tests), then every example."""
     env = {
@@ -177,6 +180,7 @@ def _dev_worker(worker: str, public_api_dir: Path | None = None) -> Iterator[tup
 
 
 @nox.session
+@lane(locks=[CARGO_TARGET])
 def rust_readme(session: nox.Session) -> None:
     """The README's blocks as pasted (noxsessions/_rust_readme.py says how each is marked)."""
     found = _rust_readme.blocks((SDK / "README.md").read_text())
@@ -217,6 +221,7 @@ def rust_readme(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[CARGO_TARGET])
 def rust_fresh_deps(session: nox.Session) -> None:
     """What a user's fresh resolve builds: the newest compatible dependencies, no warning."""
     env = cargo_env()
@@ -237,6 +242,7 @@ def rust_fresh_deps(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[CARGO_TARGET])
 def bench_rust_sdk(session: nox.Session) -> None:
     """Prints the Rust SDK's figures as ratios measured in one run (crates/colossus-sdk/README.md).
 
