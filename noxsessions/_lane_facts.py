@@ -12,7 +12,7 @@ A session declares its own facts beside its definition, under `@nox.session`:
             run may still start when nothing else runs
 
 How long each session takes is measured, not declared: lane-weights.json beside this file,
-measured in `./noxw -s bench_ci -- --fresh-clone`. Only the order of starting depends on it.
+rewritten by `./noxw -s bench_ci -- --fresh-clone`. Only the order of starting depends on it.
 """
 
 from __future__ import annotations
@@ -110,3 +110,10 @@ class LaneFacts:
 def read_weights(path: Path = WEIGHTS_FILE) -> dict[str, float]:
     return {name: float(seconds) for name, seconds in json.loads(path.read_text())["seconds"].items()}
 
+
+def write_weights(seconds: Mapping[str, float], how: str, path: Path = WEIGHTS_FILE) -> None:
+    """Writes the weights file: `seconds` over the ones it had (sessions not measured keep
+    theirs), rounded to whole seconds, and a line on how they were measured."""
+    merged = {**read_weights(path), **seconds} if path.is_file() else dict(seconds)
+    body = {"how": how, "seconds": {name: round(merged[name]) for name in sorted(merged)}}
+    path.write_text(json.dumps(body, indent=2) + "\n")
