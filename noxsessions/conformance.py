@@ -52,7 +52,7 @@ def conformance(session: nox.Session) -> None:
     # The TypeScript client's build installs the SDK's node_modules when they are missing;
     # the sessions' npm ci (under its file lock) does it first, as other sessions may too.
     _npm_ci(session)
-    # The Rust client builds (--offline) into the shared cargo cache outside the clone.
+    # The Rust client builds (--offline) into the clone's cargo target folder outside it.
     env = fetch(session)
     # The typescript column runs on the Active LTS Node (sdk/typescript/runtimes), as users
     # install it today; typescript_conformance_runtimes covers the other supported lines.

@@ -19,8 +19,9 @@
                     the same TLS configuration, memory growth over a long watch (not in the
                     default run)
 
-Builds go to a cache outside the clone keyed by Cargo.lock (noxsessions/_cargo.py) and run
-with --locked --offline after one `cargo fetch --locked`. Arguments after `--` go to
+Builds go to the clone's target folder outside the clone, which starts with the dependency
+builds of earlier clones (noxsessions/_cargo.py), and run with --locked --offline after one
+`cargo fetch --locked`. Arguments after `--` go to
 `cargo test` (rust_tests) or to the benchmark program.
 """
 
