@@ -18,7 +18,8 @@ the CI's orchestration.
                  lanes/baseline ratios of the round, their median and min-max spread. Rounds
                  alternate which configuration goes first.
     ci_selftest  pytest of noxsessions/_tests: the lanes of a bare ./noxw, their locks, a
-                 failing session's exit status and log, ./noxw's routing of its arguments
+                 failing session's exit status and log, ./noxw's routing of its arguments,
+                 the Cargo target folder per clone (an older clone never runs a newer one's build)
 
     ./noxw -s bench_ci                                 # one round
     ./noxw -s bench_ci -- --rounds 3                   # three alternating rounds
@@ -293,7 +294,7 @@ DEFAULT_SESSIONS = ["ci_selftest"]
 @nox.session
 def ci_selftest(session: nox.Session) -> None:
     """Tests of the CI's own orchestration: the lanes of a bare ./noxw and their locks, bench_ci,
-    and the TypeScript build's cache outside the clone."""
+    the TypeScript build's cache outside the clone and the Cargo target folder per clone."""
     session.install("pytest==9.2.0", "-r", str(ROOT / "noxsessions/requirements.txt"))
     session.run(
         "pytest", "-p", "no:cacheprovider", "-q", str(ROOT / "noxsessions/_tests"), *session.posargs,
