@@ -7,6 +7,7 @@ or a second worktree) reuses what an earlier one built instead of building it ag
 
 Every entry under it is keyed by the digest of the pins it was built from (or checks a
 stamp of them before use), so clones at different revisions never use each other's tools.
+Cargo's output is kept per clone instead (noxsessions/_cargo_clones.py).
 sdk/scripts/codegen/lib.sh and ./noxw compute the same root in bash.
 """
 

@@ -2,60 +2,51 @@
 
 A fresh clone (CI's) has no `target/`, so every session would compile the whole dependency
 tree again (minutes on two cores). Here every cargo command of the sessions (and the
-conformance run's build of the Rust client) builds into `~/.cache/colossus-sdks/cargo-target/`:
-a fresh clone reuses the compiled dependencies. One folder serves every Cargo.lock: cargo
-names each compiled unit by a hash of its exact version, features and flags, so a lock
-change compiles only what changed, and two locks never mix. (A folder per lock digest was
-tried first: every lock edit then cost a cold release build of the whole tree, 8 minutes
-here.) Cargo never deletes old units, so the folder is emptied when it grows past
-`MAX_BYTES`. Downloads stay in cargo's own home (`CARGO_HOME`, `~/.cargo` by default),
-outside the clone too.
+conformance run's build of the Rust client) builds into the clone's own target folder under
+`~/.cache/colossus-sdks/cargo-clones/`, which starts with every registry crate's build that
+any clone made before (noxsessions/_cargo_clones.py): a fresh clone reuses the compiled
+dependencies and compiles the repository's own crates from its own sources, never from
+another clone's. Cargo names each compiled dependency by a hash of its exact version,
+features and flags, so a lock change compiles only what changed, and two locks never mix.
+(A folder per lock digest was tried first: every lock edit then cost a cold release build
+of the whole tree, 8 minutes here.) Downloads stay in cargo's own home (`CARGO_HOME`,
+`~/.cargo` by default), outside the clone too.
 
 Each session runs `cargo fetch --locked` once and then builds with `--locked --offline`,
 so a build never resolves or downloads anything the lock file does not name.
 
-The workspace's own crates are shared too: cargo names their units by their path within the
-workspace, not the clone's, and takes a unit as fresh when its output is newer than its
-sources. A fresh clone's sources are newer than anything built before, so CI always compiles
-its own code. Two clones used side by side are not: a build in the older clone after an edit
-in the newer one leaves units the newer one takes as fresh (a stale conformance client was
-seen so). Give such a clone a folder of its own with `COLOSSUS_CARGO_TARGET_DIR`.
-
-`COLOSSUS_CARGO_TARGET_DIR` moves the cache (a fresh one for a measurement of a cold build).
-Cargo locks its target folder itself, so sessions in parallel lanes wait for each other's
-builds instead of corrupting them.
+`COLOSSUS_CARGO_TARGET_DIR` names the target folder instead, and nothing is shared (a fresh
+one for a measurement of a cold build). Cargo locks its target folder itself, so sessions in
+parallel lanes wait for each other's builds instead of corrupting them.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
-import shutil
 from pathlib import Path
 
 import nox
 
-from noxsessions._cache import cache_dir
+from noxsessions._cargo_clones import clone_folder, share_back, shared_folder
 
-ROOT = Path(__file__).resolve().parent.parent
-# A fresh build of the workspace (debug and release, every feature) is about 2 GiB.
-MAX_BYTES = 12 << 30
 OFFLINE = ["--locked", "--offline"]
 
 
 def target_dir() -> Path:
-    """The shared target folder (created; emptied first when it grew past MAX_BYTES)."""
+    """The clone's target folder (seeded from the shared builds on first use); the registry
+    crates it built go to the shared folder when the process ends, when cargo is done."""
     override = os.environ.get("COLOSSUS_CARGO_TARGET_DIR")
     if override:
         return Path(override)
-    target = cache_dir("cargo-target")
-    if target.is_dir() and _size(target) > MAX_BYTES:
-        shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True, exist_ok=True)
-    return target
+    folder = clone_folder()
+    if folder not in _SHARED_AT_EXIT:
+        _SHARED_AT_EXIT.add(folder)
+        atexit.register(share_back, folder, shared_folder())
+    return folder
 
 
-def _size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+_SHARED_AT_EXIT: set[Path] = set()
 
 
 def cargo_env() -> dict[str, str]:

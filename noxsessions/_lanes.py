@@ -12,13 +12,14 @@ whole, between delimiters, as it finishes. The run ends with a table of every se
 result and seconds in the default order, the full log of every failed session once more,
 and exit status 1 if any failed.
 
-Sessions that write the same files never run at the same time: each holds the locks of
-``LOCKS`` while it runs, and a session waits until none of its locks is held. A session
-counts for ``SIZES`` lanes (one unless listed): the conformance matrix runs many runners
-at once and mostly waits on workers, restarts and time-outs, so it takes two lanes and
-admits lighter partners beside it. Among the sessions that may start, the longest (by
-``WEIGHTS``, seconds in a fresh clone's run, or its lock mates' together) goes first,
-so the long ones overlap instead of ending up alone at the end.
+Each session declares its lane facts beside its definition (noxsessions/_lane_facts.py).
+Sessions that write the same files never run at the same time: each holds its locks while
+it runs, and a session waits until none of its locks is held. A session counts for its
+size in lanes (one unless declared): the conformance matrix runs many runners at once and
+mostly waits on workers, restarts and time-outs, so it takes two lanes and admits lighter
+partners beside it. Among the sessions that may start, the longest (by its weight, the
+seconds it took in a fresh clone's run, or its lock mates' together) goes first, so the
+long ones overlap instead of ending up alone at the end.
 """
 
 from __future__ import annotations
@@ -38,62 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a script by ./noxw: the package lives in the repository's root.
+sys.path.insert(0, str(ROOT))
 
-# Shared state in the working tree, and the sessions that write it.
-LOCKS: dict[str, frozenset[str]] = {
-    # sdk/typescript/build/: the tests compiled by tsc (the same files, rewritten by each;
-    # typescript_lint type-checks them by compiling them there).
-    # node_modules and dist/ need no lane lock: `npm ci` runs under a file lock and only
-    # when node_modules is not from the current lock file (typescript_sdk._npm_ci), and
-    # `npm run build` (scripts/build.mjs) takes a lock and rebuilds dist/ only when its
-    # inputs changed, so every session that builds them gets the same files.
-    "typescript-tests-build": frozenset(
-        {"typescript_tests", "typescript_examples", "typescript_runtimes", "bench_typescript_sdk",
-         "typescript_lint"}
-    ),
-    # The conformance clients' own builds (conformance/clients/*: node_modules, dist, binaries).
-    "conformance-clients": frozenset({"conformance", "typescript_conformance_runtimes"}),
-    # sdk/python: `python -m build` and tox's package build both write src/*.egg-info and build/.
-    # (release and release_dry_run build the sdist and wheel there too.)
-    "python-sdk-tree": frozenset({"python_sdk_lint", "python_sdk_tox", "release", "release_dry_run"}),
-    # sdk/go: builds of the same module and the staticcheck binary under .cache/go-tools. Go's
-    # caches take their own locks; one Go session at a time also keeps go test -race's two
-    # cores to itself. Conformance is not among them: it builds its Go client once, into
-    # conformance/clients/go, and only reads sdk/go.
-    "go-module": frozenset({"compile_go", "go_lint", "go_tests"}),
-    # The Rust workspace's target folder (noxsessions/_cargo.py). Cargo locks it itself, so
-    # a second session would only wait for the first one's build while holding a lane;
-    # conformance builds its Rust client there too but, like Go, only reads the sources.
-    "cargo-target": frozenset({
-        "rust_lint", "rust_tests", "rust_readme", "rust_fresh_deps", "bench_rust_sdk", "release",
-        "release_dry_run", "bridge_tests", "tauri_plugin_tests",
-    }),
-    # The h2spec binary, built on first use into the shared cache through one partial file
-    # (noxsessions/h2spec.py): the server suite runs it as one of its cases.
-    "h2spec-binary": frozenset({"h2spec", "server_conformance", "server_conformance_mutants"}),
-}
-# Lanes a session takes (1 unless listed). A session larger than the lanes of a run may
-# still start when nothing else runs.
-SIZES: dict[str, int] = {"conformance": 2}
-# Seconds per session in a fresh clone's run in lanes (`./noxw -s bench_ci -- --fresh-clone`,
-# 2 CPUs; the Rust sessions as with a cold cargo cache): only the order of starting depends
-# on them. Unknown sessions count as DEFAULT_WEIGHT.
-WEIGHTS: dict[str, float] = {
-    "check_generated": 6, "ci_selftest": 8, "codegen_tests": 88, "compile_go": 12,
-    "compile_python": 7, "compile_typescript": 9, "conformance": 289, "conformance_lint": 2,
-    "conformance_selftest": 51, "docs_check": 40, "durability_lint": 6,
-    "durability_tests": 107, "go_lint": 13, "go_tests": 91, "h2spec": 3, "parsers_diff": 39,
-    "python_sdk_docs": 17, "python_sdk_examples": 26, "python_sdk_lint": 11,
-    "python_sdk_tests": 69, "python_sdk_tox": 98, "release_dry_run": 45, "rust_lint": 28,
-    "server_conformance": 45, "typescript_conformance_runtimes": 110,
-    "rust_tests": 131, "rust_readme": 110, "rust_fresh_deps": 90, "typescript_examples": 19, "typescript_lint": 66,
-    "typescript_lowest": 38, "typescript_package": 48, "typescript_runtimes": 49,
-    "typescript_tests": 27, "worker_fuzz": 15, "worker_lint": 8, "worker_tests": 322,
-    # Measured 2026-12-05 on a loaded 2-CPU machine, not in a bench_ci run: the plugin's
-    # first build of tauri, GTK and WebKitGTK bindings is about 200 CPU-seconds.
-    "bridge_tests": 40, "tauri_plugin_tests": 265,
-}
-DEFAULT_WEIGHT = 30.0
+from noxsessions import _registry  # noqa: E402
+from noxsessions._lane_facts import LaneFacts, read_weights  # noqa: E402
+
 # Sessions the summary names as the slowest.
 SLOWEST = 5
 
@@ -114,39 +65,30 @@ class Schedule:
     """Which session may start next, given what runs now (no processes, no clocks)."""
 
     pending: list[str]
+    facts: LaneFacts
     running: set[str] = field(default_factory=set)
 
     @staticmethod
-    def order(names: Sequence[str]) -> list[str]:
+    def order(names: Sequence[str], facts: LaneFacts) -> list[str]:
         """Longest first, where a session that shares a lock with others counts as long as
         its longest group of ``names``: lock mates run one after another, so a group of
         short sessions must start early (the four TypeScript build/ sessions, 160 s end to
         end, otherwise came last); within a group, its longest session first."""
 
-        def weight(name: str) -> float:
-            return WEIGHTS.get(name, DEFAULT_WEIGHT)
-
         def span(name: str) -> float:
-            groups = [holders & set(names) for holders in LOCKS.values() if name in holders]
-            return max([weight(name), *(sum(map(weight, group)) for group in groups)])
+            groups = [holders & set(names) for holders in facts.locks.values() if name in holders]
+            return max([facts.weight(name), *(sum(map(facts.weight, group)) for group in groups)])
 
-        return sorted(names, key=lambda n: (-span(n), -weight(n)))
-
-    def locks_of(self, name: str) -> set[str]:
-        return {lock for lock, holders in LOCKS.items() if name in holders}
-
-    @staticmethod
-    def size_of(name: str) -> int:
-        return SIZES.get(name, 1)
+        return sorted(names, key=lambda n: (-span(n), -facts.weight(n)))
 
     def lanes_in_use(self) -> int:
-        return sum(self.size_of(r) for r in self.running)
+        return sum(self.facts.size(r) for r in self.running)
 
     def can_start(self, name: str, lanes: int) -> bool:
-        if self.running and self.lanes_in_use() + self.size_of(name) > lanes:
+        if self.running and self.lanes_in_use() + self.facts.size(name) > lanes:
             return False
-        held = set().union(*(self.locks_of(r) for r in self.running))
-        return not (self.locks_of(name) & held)
+        held = set().union(*(self.facts.locks_of(r) for r in self.running))
+        return not (self.facts.locks_of(name) & held)
 
     def next(self, lanes: int) -> str | None:
         """The next session to start now, removed from pending, or None."""
@@ -165,12 +107,12 @@ Runner = Callable[[str], Outcome]
 
 
 def run_lanes(
-    names: Sequence[str], lanes: int, run_one: Runner, report: Callable[[Outcome], None]
+    names: Sequence[str], lanes: int, run_one: Runner, report: Callable[[Outcome], None], facts: LaneFacts
 ) -> list[Outcome]:
     """Runs every session of ``names`` through ``run_one``, at most ``lanes`` at once."""
     if lanes < 1:
         raise ValueError(f"lanes must be at least 1, not {lanes}")
-    schedule = Schedule(Schedule.order(names))
+    schedule = Schedule(Schedule.order(names, facts), facts)
     done: queue.Queue[Outcome] = queue.Queue()
     outcomes: list[Outcome] = []
 
@@ -274,14 +216,9 @@ def summary(outcomes: Sequence[Outcome], wall: float, lanes: int, *, out=sys.std
     return 1 if failed else 0
 
 
-def default_sessions() -> list[str]:
-    """nox's default list, read from noxfile.py as a bare `nox` would."""
-    sys.path.insert(0, str(ROOT))
-    import nox
-
-    import noxfile  # noqa: F401  (registers the sessions and sets the default list)
-
-    return list(nox.options.sessions or [])
+def lane_facts() -> LaneFacts:
+    """Every registered session's declared lane facts, and the measured weights."""
+    return LaneFacts.of(_registry.sessions(), read_weights())
 
 
 def split_arguments(argv: Sequence[str]) -> tuple[int, list[str] | None, list[str], list[str]]:
@@ -310,7 +247,7 @@ def default_lanes() -> int:
 
 def main(argv: Sequence[str], nox: Sequence[str]) -> int:
     lanes, sessions, options, posargs = split_arguments(argv)
-    names = sessions or default_sessions()
+    names = sessions or _registry.default_sessions()
     logdir = Path(tempfile.mkdtemp(prefix="noxw-lanes-"))
     runner = NoxRunner(nox, options, posargs, logdir)
     print(f"noxw lanes: {len(names)} sessions on {lanes} lanes; logs in {logdir}", flush=True)
@@ -322,7 +259,7 @@ def main(argv: Sequence[str], nox: Sequence[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        outcomes = run_lanes(names, lanes, runner, print_log)
+        outcomes = run_lanes(names, lanes, runner, print_log, lane_facts())
     except KeyboardInterrupt:
         runner.stop_all()
         return 130

@@ -18,7 +18,8 @@ the CI's orchestration.
                  lanes/baseline ratios of the round, their median and min-max spread. Rounds
                  alternate which configuration goes first.
     ci_selftest  pytest of noxsessions/_tests: the lanes of a bare ./noxw, their locks, a
-                 failing session's exit status and log, ./noxw's routing of its arguments
+                 failing session's exit status and log, ./noxw's routing of its arguments,
+                 the Cargo target folder per clone (an older clone never runs a newer one's build)
 
     ./noxw -s bench_ci                                 # one round
     ./noxw -s bench_ci -- --rounds 3                   # three alternating rounds
@@ -26,7 +27,9 @@ the CI's orchestration.
     ./noxw -s bench_ci -- --sessions all               # every default session
     ./noxw -s bench_ci -- --fresh-clone                # what CI does: `bash .ci/run` in a
                                                        # fresh clone of HEAD; prints its wall
-                                                       # time, CPU time and slowest sessions
+                                                       # time, CPU time and slowest sessions,
+                                                       # and writes each session's seconds to
+                                                       # noxsessions/lane-weights.json
 
 Download caches (uv, pip, npm, Go) stay warm for both configurations, as on a developer's
 machine or a CI runner with a cache; node_modules is shared, so `npm ci` is skipped by both.
@@ -51,6 +54,7 @@ from typing import Any, Self
 
 import nox
 
+from noxsessions._lane_facts import WEIGHTS_FILE, write_weights
 from noxsessions._lanes import default_lanes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,6 +276,13 @@ def fresh_clone(session: nox.Session) -> None:
     )
     for row in sorted(rows, key=lambda r: -r.seconds)[:8]:
         session.log(f"  {row.name:<22} {row.seconds:6.1f} s  {row.cpu:5.0f} s CPU  {'ok' if row.ok else 'FAILED'}")
+    # The lanes start the longest sessions first: the next run orders by this one's seconds.
+    # A failed session's time says little, so it keeps the figure it had.
+    measured = {row.name: row.seconds for row in rows if row.ok}
+    if measured:
+        write_weights(measured, f"seconds per session in a fresh clone's run in lanes (./noxw -s bench_ci -- "
+                      f"--fresh-clone, {datetime.now():%Y-%m-%d}, {os.cpu_count()} CPUs, wall {wall:.0f} s)")
+        session.log(f"wrote {len(measured)} sessions' seconds to {WEIGHTS_FILE.relative_to(ROOT)}")
     if done.returncode != 0:
         session.error(f"the CI failed (exit {done.returncode}); its log: {log_path}")
     shutil.rmtree(clone, ignore_errors=True)
@@ -283,7 +294,7 @@ DEFAULT_SESSIONS = ["ci_selftest"]
 @nox.session
 def ci_selftest(session: nox.Session) -> None:
     """Tests of the CI's own orchestration: the lanes of a bare ./noxw and their locks, bench_ci,
-    and the TypeScript build's cache outside the clone."""
+    the TypeScript build's cache outside the clone and the Cargo target folder per clone."""
     session.install("pytest==9.2.0", "-r", str(ROOT / "noxsessions/requirements.txt"))
     session.run(
         "pytest", "-p", "no:cacheprovider", "-q", str(ROOT / "noxsessions/_tests"), *session.posargs,

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._lane_facts import GO_MODULE, lane
+
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "noxsessions" / "requirements-codegen.txt"
 GENERATED_DIRS = {
@@ -111,6 +113,7 @@ def compile_typescript(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[GO_MODULE])
 def compile_go(session: nox.Session) -> None:
     """Build and vet the Go module that holds the generated code."""
     session.chdir(ROOT / "sdk/go")

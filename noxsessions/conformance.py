@@ -27,6 +27,7 @@ from pathlib import Path
 import nox
 
 from noxsessions._cargo import fetch
+from noxsessions._lane_facts import CONFORMANCE_CLIENTS, lane
 from noxsessions.typescript_sdk import _npm_ci, conformance_node, node_first_on_path
 from noxsessions._wheels import install_local
 
@@ -39,6 +40,7 @@ RUNNER_PATHS = ["src/colossus_conformance", "clients/python", "clients/python-as
 
 
 @nox.session
+@lane(locks=[CONFORMANCE_CLIENTS], size=2)
 def conformance(session: nox.Session) -> None:
     """Start the reference worker and drive every SDK's client through the case catalogue."""
     # The runner and the reference worker share one package (exact pins in its
@@ -50,7 +52,7 @@ def conformance(session: nox.Session) -> None:
     # The TypeScript client's build installs the SDK's node_modules when they are missing;
     # the sessions' npm ci (under its file lock) does it first, as other sessions may too.
     _npm_ci(session)
-    # The Rust client builds (--offline) into the shared cargo cache outside the clone.
+    # The Rust client builds (--offline) into the clone's cargo target folder outside it.
     env = fetch(session)
     # The typescript column runs on the Active LTS Node (sdk/typescript/runtimes), as users
     # install it today; typescript_conformance_runtimes covers the other supported lines.

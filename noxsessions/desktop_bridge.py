@@ -25,6 +25,7 @@ from pathlib import Path
 import nox
 
 from noxsessions._cargo import OFFLINE, cargo_env, fetch
+from noxsessions._lane_facts import CARGO_TARGET, lane
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +40,7 @@ SYSTEM_PACKAGES = ["libwebkit2gtk-4.1-dev", "libgtk-3-dev"]
 
 
 @nox.session
+@lane(locks=[CARGO_TARGET])
 def bridge_tests(session: nox.Session) -> None:
     """The bridge crate's tests, the Managed Local canary session included."""
     install_local(session, "conformance")
@@ -65,6 +67,7 @@ def _require_system_packages(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[CARGO_TARGET])
 def tauri_plugin_tests(session: nox.Session) -> None:
     """The plugin's mock-runtime tests, permission drift check and guest-binding tests."""
     _require_system_packages(session)

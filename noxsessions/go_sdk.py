@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._lane_facts import GO_MODULE, lane
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,7 @@ def _worker(session: nox.Session) -> str:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[GO_MODULE])
 def go_lint(session: nox.Session) -> None:
     """gofmt (no diff), go vet and staticcheck; the generated gen/ tree is left to codegen."""
     for folder in (SDK, CLIENT):
@@ -67,6 +69,7 @@ def go_lint(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[GO_MODULE])
 def go_tests(session: nox.Session) -> None:
     """Race-enabled tests (a missing worker fails), then a few seconds of fuzzing per parser."""
     env = {**GO_ENV, "COLOSSUS_REFERENCE_WORKER": _worker(session), "COLOSSUS_REQUIRE_WORKER": "1"}

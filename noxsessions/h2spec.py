@@ -27,6 +27,7 @@ from pathlib import Path
 import nox
 
 from noxsessions._cache import cache_dir
+from noxsessions._lane_facts import H2SPEC_BINARY, lane
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +84,7 @@ def _verdicts(report: Path) -> tuple[int, list[str], list[str]]:
 
 
 @nox.session
+@lane(locks=[H2SPEC_BINARY])
 def h2spec(session: nox.Session) -> None:
     """Every h2spec test against a fresh reference worker; any failure or skip fails."""
     binary = _h2spec_binary(session)

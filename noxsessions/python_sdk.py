@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._lane_facts import PYTHON_SDK_TREE, lane
 from noxsessions._wheels import build_sdist_and_wheel, install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +64,7 @@ def python_sdk_tests(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[PYTHON_SDK_TREE])
 def python_sdk_lint(session: nox.Session) -> None:
     """ruff check, ruff format --check and mypy --strict over the hand-written code."""
     _install(session, worker=False)
@@ -107,6 +109,7 @@ def _pyenv_path() -> str:
 
 
 @nox.session
+@lane(locks=[PYTHON_SDK_TREE])
 def python_sdk_tox(session: nox.Session) -> None:
     """Runs tox: a missing interpreter fails the session (tox.ini never skips one)."""
     session.install("-r", str(SDK / "requirements-tox.txt"))

@@ -11,7 +11,7 @@
                      artifact with its size and each round trip's output
     release_dry_run  the same builds and checks, installs and round trips, without
                      `cargo package`'s own verification build (the round trip compiles the
-                     packaged crate in debug, reusing the shared target folder's
+                     packaged crate in debug, reusing the Rust sessions' target folder's
                      dependencies), and accepting uncommitted changes (what CI runs on
                      every change)
 
@@ -48,6 +48,7 @@ import nox
 
 from noxsessions._cargo import OFFLINE, fetch
 from noxsessions._install_blocks import run_block
+from noxsessions._lane_facts import CARGO_TARGET, PYTHON_SDK_TREE, lane
 from noxsessions._wheels import build_sdist_and_wheel, install_local
 from noxsessions.typescript_sdk import _npm_ci
 
@@ -64,12 +65,14 @@ DEFAULT_SESSIONS = ["release_dry_run"]
 
 
 @nox.session
+@lane(locks=[PYTHON_SDK_TREE, CARGO_TARGET])
 def release(session: nox.Session) -> None:
     """Build, check, install from the artifact and run every SDK; the Rust crate verified."""
     _release(session, dry_run=False)
 
 
 @nox.session
+@lane(locks=[PYTHON_SDK_TREE, CARGO_TARGET])
 def release_dry_run(session: nox.Session) -> None:
     """The release on a working tree: uncommitted changes allowed, no cargo package verify."""
     _release(session, dry_run=True)
@@ -183,7 +186,7 @@ def _rust_artifact(session: nox.Session, out: Path, *, dry_run: bool) -> list[Pa
         session.log(f"{manifest.relative_to(ROOT)} is not committed yet: no Rust crate to package")
         return []
     package = tomllib.loads(manifest.read_text())["package"]
-    env = fetch(session)  # the Rust sessions' shared target folder, dependencies fetched
+    env = fetch(session)  # the Rust sessions' target folder, dependencies fetched
     # The dry run neither compiles the packaged crate (rust_tests builds the same sources)
     # nor insists on a committed tree.
     flags = ["--allow-dirty", "--no-verify"] if dry_run else []
@@ -250,7 +253,7 @@ go build -trimpath -o roundtrip .
 
 def _rust_from_crate(session: nox.Session, where: Path) -> Runner:
     """crates/colossus-sdk/README.md's install block: a package on the unpacked .crate."""
-    # Offline, from the dependencies rust_tests and `cargo package` fetched; the shared
+    # Offline, from the dependencies rust_tests and `cargo package` fetched; the clone's
     # target folder keeps them compiled, so only the crate itself and the app are built.
     env = {**fetch(session), "CARGO_NET_OFFLINE": "true"}
     then = f"""cp {HERE / "roundtrip" / "rust" / "main.rs"} src/main.rs

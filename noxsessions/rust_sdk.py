@@ -19,8 +19,9 @@
                     the same TLS configuration, memory growth over a long watch (not in the
                     default run)
 
-Builds go to a cache outside the clone keyed by Cargo.lock (noxsessions/_cargo.py) and run
-with --locked --offline after one `cargo fetch --locked`. Arguments after `--` go to
+Builds go to the clone's target folder outside the clone, which starts with the dependency
+builds of earlier clones (noxsessions/_cargo.py), and run with --locked --offline after one
+`cargo fetch --locked`. Arguments after `--` go to
 `cargo test` (rust_tests) or to the benchmark program.
 """
 
@@ -40,6 +41,7 @@ import nox
 
 from noxsessions import _rust_readme
 from noxsessions._cargo import OFFLINE, cargo_env, fetch
+from noxsessions._lane_facts import CARGO_TARGET, lane
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +82,7 @@ def stray_package_files(listed: list[str]) -> list[str]:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[CARGO_TARGET])
 def rust_lint(session: nox.Session) -> None:
     """Formatting, clippy -D warnings, rustdoc -D warnings, and the published file list."""
     env = fetch(session)
@@ -118,6 +121,7 @@ def examples() -> list[str]:
 
 
 @nox.session
+@lane(locks=[CARGO_TARGET])
 def rust_tests(session: nox.Session) -> None:
     """cargo test (a missing worker fails the integration tests), then every example."""
     env = {
@@ -177,6 +181,7 @@ def _dev_worker(worker: str, public_api_dir: Path | None = None) -> Iterator[tup
 
 
 @nox.session
+@lane(locks=[CARGO_TARGET])
 def rust_readme(session: nox.Session) -> None:
     """The README's blocks as pasted (noxsessions/_rust_readme.py says how each is marked)."""
     found = _rust_readme.blocks((SDK / "README.md").read_text())
@@ -217,6 +222,7 @@ def rust_readme(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[CARGO_TARGET])
 def rust_fresh_deps(session: nox.Session) -> None:
     """What a user's fresh resolve builds: the newest compatible dependencies, no warning."""
     env = cargo_env()
@@ -237,6 +243,7 @@ def rust_fresh_deps(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[CARGO_TARGET])
 def bench_rust_sdk(session: nox.Session) -> None:
     """Prints the Rust SDK's figures as ratios measured in one run (crates/colossus-sdk/README.md).
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nox
 
+from noxsessions._lane_facts import H2SPEC_BINARY, lane
 from noxsessions._wheels import install_local
 from noxsessions.h2spec import _h2spec_binary
 
@@ -36,6 +37,7 @@ def _runner_args(session: nox.Session) -> list[str]:
 
 
 @nox.session
+@lane(locks=[H2SPEC_BINARY])
 def server_conformance(session: nox.Session) -> None:
     """Every server case against the reference worker (or `-- --worker MANIFEST`)."""
     install_local(session, "conformance", "sdk/python")
@@ -44,6 +46,7 @@ def server_conformance(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[H2SPEC_BINARY])
 def server_conformance_mutants(session: nox.Session) -> None:
     """Plant each bug of mutants/worker.yaml in a scratch copy of the reference worker; every one
     must fail a server case (slow, not in the default list)."""

@@ -51,6 +51,7 @@ from pathlib import Path
 import nox
 
 from noxsessions._cache import cache_dir
+from noxsessions._lane_facts import CONFORMANCE_CLIENTS, TYPESCRIPT_TESTS_BUILD, lane
 from noxsessions._wheels import install_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,6 +209,7 @@ def _tests_build_digest() -> str:
 
 
 @nox.session(venv_backend="none")
+@lane(locks=[TYPESCRIPT_TESTS_BUILD])
 def typescript_lint(session: nox.Session) -> None:
     """Type checks, lint, the dual build and the package checks."""
     tmp = _tmp(session)
@@ -266,6 +268,7 @@ def typescript_package(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[TYPESCRIPT_TESTS_BUILD])
 def typescript_tests(session: nox.Session) -> None:
     """Unit tests, then integration tests against the reference worker."""
     env = _built_with_worker(session)
@@ -429,12 +432,14 @@ def _conformance_column_on(session: nox.Session, nodes: dict[str, Path]) -> None
 
 
 @nox.session
+@lane(locks=[TYPESCRIPT_TESTS_BUILD])
 def typescript_runtimes(session: nox.Session) -> None:
     """typescript_tests' suite (unit and integration) once per pinned Node."""
     _unit_tests_on(session, _node_runtimes(session), _built_with_worker(session))
 
 
 @nox.session
+@lane(locks=[CONFORMANCE_CLIENTS])
 def typescript_conformance_runtimes(session: nox.Session) -> None:
     """The typescript conformance column on each pinned Node but the conformance session's own."""
     nodes = {name: node for name, node in _node_runtimes(session).items() if name != CONFORMANCE_NODE}
@@ -451,6 +456,7 @@ def typescript_newest_runtimes(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[TYPESCRIPT_TESTS_BUILD])
 def typescript_examples(session: nox.Session) -> None:
     """Each example is a program; they start or enrol the reference worker themselves."""
     env = _built_with_worker(session)
@@ -458,6 +464,7 @@ def typescript_examples(session: nox.Session) -> None:
 
 
 @nox.session
+@lane(locks=[TYPESCRIPT_TESTS_BUILD])
 def bench_typescript_sdk(session: nox.Session) -> None:
     """Prints the SDK's figures as ratios measured in one run (see sdk/typescript/README.md)."""
     env = _built_with_worker(session)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 from noxsessions import ci
+from noxsessions._lane_facts import read_weights, write_weights
 
 
 def test_timing_splits_set_up_from_the_rest_and_load_is_described() -> None:
@@ -52,3 +55,11 @@ def test_parse_summary_reads_the_lanes_table() -> None:
         ci.SessionTime("check_generated", True, 4.6, 3.0),
         ci.SessionTime("conformance", False, 441.7, 612.0),
     ]
+
+
+def test_measured_weights_replace_their_sessions_and_keep_the_others(tmp_path: Path) -> None:
+    weights = tmp_path / "lane-weights.json"
+    write_weights({"conformance": 289, "go_lint": 13}, "by hand", weights)
+    write_weights({"go_lint": 15.6, "new_session": 2.2}, "bench_ci", weights)
+    assert read_weights(weights) == {"conformance": 289.0, "go_lint": 16.0, "new_session": 2.0}
+    assert json.loads(weights.read_text())["how"] == "bench_ci"

@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from noxsessions import _lanes
-from noxsessions._lanes import LOCKS, SIZES, Outcome, Schedule, run_lanes
+from noxsessions import _lanes, _registry
+from noxsessions._lane_facts import read_weights
+from noxsessions._lanes import Outcome, Schedule, run_lanes
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+# The facts the sessions declare, as a bare ./noxw reads them.
+FACTS = _lanes.lane_facts()
 
 
 class Recorder:
@@ -41,13 +44,13 @@ class Recorder:
     def __call__(self, name: str) -> Outcome:
         with self.lock:
             for other in self.active:
-                shared = [lock for lock, holders in LOCKS.items() if {name, other} <= holders]
+                shared = [lock for lock, holders in FACTS.locks.items() if {name, other} <= holders]
                 if shared:
                     self.violations.append(f"{name} started while {other} held {shared}")
                 self.pairs.add(frozenset({name, other}))
             self.active.add(name)
             self.most_at_once = max(self.most_at_once, len(self.active))
-            used = sum(SIZES.get(n, 1) for n in self.active)
+            used = sum(FACTS.size(n) for n in self.active)
             if len(self.active) > 1 and used > self.lanes:
                 self.violations.append(f"{sorted(self.active)} take {used} lanes of {self.lanes}")
         self.event(name).set()
@@ -63,7 +66,7 @@ def test_lock_mates_never_run_together_even_when_lanes_are_free() -> None:
     # typescript_lint waits for typescript_tests to start: only a broken lock lets it.
     recorder = Recorder(lanes=4, wait_for={"typescript_lint": "typescript_tests", "go_tests": "go_lint"})
     names = ["typescript_lint", "typescript_tests", "go_tests", "go_lint", "docs_check"]
-    outcomes = run_lanes(names, 4, recorder, lambda _o: None)
+    outcomes = run_lanes(names, 4, recorder, lambda _o: None, FACTS)
     assert recorder.violations == []
     assert [o.name for o in outcomes] == names  # reported in the given order, whatever finished first
 
@@ -71,7 +74,7 @@ def test_lock_mates_never_run_together_even_when_lanes_are_free() -> None:
 def test_independent_sessions_do_run_at_once() -> None:
     # Each waits for the other to start; serial scheduling would leave both events unset.
     recorder = Recorder(lanes=2, wait_for={"docs_check": "worker_lint", "worker_lint": "docs_check"})
-    run_lanes(["docs_check", "worker_lint"], 2, recorder, lambda _o: None)
+    run_lanes(["docs_check", "worker_lint"], 2, recorder, lambda _o: None, FACTS)
     assert recorder.most_at_once == 2
     assert recorder.violations == []
 
@@ -83,7 +86,7 @@ def test_conformance_admits_a_light_partner_within_its_lanes_and_every_session_r
     wait_for = {n: "conformance" for n in names if n != "conformance"} | {"conformance": "docs_check"}
     recorder = Recorder(lanes=3, wait_for=wait_for)
     reported: list[str] = []
-    outcomes = run_lanes(names, 3, recorder, lambda o: reported.append(o.name))
+    outcomes = run_lanes(names, 3, recorder, lambda o: reported.append(o.name), FACTS)
     assert recorder.violations == []  # never more than one partner: conformance takes two lanes
     assert frozenset({"conformance", "docs_check"}) in recorder.pairs
     assert sorted(reported) == sorted(names)
@@ -93,17 +96,17 @@ def test_conformance_admits_a_light_partner_within_its_lanes_and_every_session_r
 def test_conformance_runs_beside_the_typescript_sessions_but_not_its_own_clients_builders() -> None:
     # dist/ and node_modules are built once under file locks (scripts/build.mjs, _npm_ci),
     # so conformance only waits for the other session that builds its clients.
-    schedule = Schedule(["conformance"], running={"typescript_tests", "go_tests"})
+    schedule = Schedule(["conformance"], FACTS, running={"typescript_tests", "go_tests"})
     assert schedule.can_start("conformance", 4)
-    schedule = Schedule(["conformance"], running={"typescript_conformance_runtimes"})
+    schedule = Schedule(["conformance"], FACTS, running={"typescript_conformance_runtimes"})
     assert not schedule.can_start("conformance", 4)
-    schedule = Schedule(["typescript_examples"], running={"typescript_tests"})
+    schedule = Schedule(["typescript_examples"], FACTS, running={"typescript_tests"})
     assert not schedule.can_start("typescript_examples", 4)  # both compile into build/
 
 
 def test_a_session_larger_than_the_lanes_still_runs_alone() -> None:
     recorder = Recorder(lanes=1, wait_for={"conformance": "docs_check"})
-    run_lanes(["conformance", "docs_check"], 1, recorder, lambda _o: None)
+    run_lanes(["conformance", "docs_check"], 1, recorder, lambda _o: None, FACTS)
     assert recorder.most_at_once == 1
     assert recorder.violations == []
 
@@ -111,12 +114,12 @@ def test_a_session_larger_than_the_lanes_still_runs_alone() -> None:
 def test_one_lane_is_strictly_serial() -> None:
     names = ["docs_check", "worker_lint", "compile_python"]
     recorder = Recorder(lanes=1, wait_for={"docs_check": "worker_lint", "worker_lint": "compile_python"})
-    run_lanes(names, 1, recorder, lambda _o: None)
+    run_lanes(names, 1, recorder, lambda _o: None, FACTS)
     assert recorder.most_at_once == 1
 
 
 def test_schedule_rules() -> None:
-    schedule = Schedule(["go_lint", "conformance", "docs_check", "worker_lint"], running={"go_tests"})
+    schedule = Schedule(["go_lint", "conformance", "docs_check", "worker_lint"], FACTS, running={"go_tests"})
     assert not schedule.can_start("go_lint", 3)  # shares go-module
     assert schedule.can_start("conformance", 3)  # two lanes free, no lock shared
     assert not schedule.can_start("conformance", 2)  # one lane free, it takes two
@@ -125,7 +128,7 @@ def test_schedule_rules() -> None:
     schedule.finished("go_tests")
     assert schedule.next(3) == "go_lint"  # go-module is free again, and one lane
     assert schedule.next(3) is None
-    schedule = Schedule(["docs_check", "worker_lint"], running={"conformance"})
+    schedule = Schedule(["docs_check", "worker_lint"], FACTS, running={"conformance"})
     assert schedule.next(3) == "docs_check"
     assert schedule.next(3) is None
     schedule.finished("conformance")
@@ -133,7 +136,7 @@ def test_schedule_rules() -> None:
 
 
 def test_order_puts_long_sessions_first() -> None:
-    order = Schedule.order(["go_lint", "python_sdk_tox", "docs_check", "conformance"])
+    order = Schedule.order(["go_lint", "python_sdk_tox", "docs_check", "conformance"], FACTS)
     assert order == ["conformance", "python_sdk_tox", "docs_check", "go_lint"]
 
 
@@ -141,34 +144,44 @@ def test_order_starts_a_chain_of_lock_mates_before_a_longer_single_session() -> 
     # The four TypeScript build/ sessions run one after another: together they outweigh
     # docs_check and codegen_tests, though each of them alone is shorter.
     typescript = ["typescript_tests", "typescript_examples", "typescript_lint", "typescript_runtimes"]
-    order = Schedule.order(["docs_check", "codegen_tests", *typescript])
-    assert order[:4] == sorted(typescript, key=lambda n: -_lanes.WEIGHTS[n])
+    order = Schedule.order(["docs_check", "codegen_tests", *typescript], FACTS)
+    assert order[:4] == sorted(typescript, key=lambda n: -FACTS.weights[n])
     assert order[4:] == ["codegen_tests", "docs_check"]
 
 
-def test_every_named_session_exists() -> None:
-    # A renamed session would silently lose its lock or its size.
-    import nox  # noqa: F401
-
-    registered = set(_registered_sessions())
-    named = set(SIZES).union(*LOCKS.values(), _lanes.WEIGHTS)
-    assert named - registered == set()
+def test_every_weighed_session_exists() -> None:
+    # A renamed session would silently lose its measured weight.
+    assert set(read_weights()) - set(_registry.sessions()) == set()
 
 
-def _registered_sessions() -> list[str]:
-    sys.path.insert(0, str(ROOT))
-    import nox.registry
+def test_the_sessions_declare_the_locks_and_sizes_a_bare_run_relies_on() -> None:
+    # Spot checks of declarations beside the sessions: one per lock, and the one size.
+    assert {"rust_tests", "bridge_tests", "tauri_plugin_tests", "release_dry_run"} <= FACTS.locks["cargo-target"]
+    assert {"typescript_tests", "typescript_lint"} <= FACTS.locks["typescript-tests-build"]
+    assert FACTS.locks["conformance-clients"] == {"conformance", "typescript_conformance_runtimes"}
+    assert FACTS.locks["go-module"] == {"compile_go", "go_lint", "go_tests"}
+    assert {"python_sdk_tox", "release"} <= FACTS.locks["python-sdk-tree"]
+    assert "server_conformance" in FACTS.locks["h2spec-binary"]
+    assert dict(FACTS.sizes) == {"conformance": 2}
 
-    import noxfile  # noqa: F401
 
-    return list(nox.registry.get())
+def test_the_lane_runner_finds_the_default_sessions_without_noxfile() -> None:
+    # _lanes.py reads the areas through _registry, as noxfile.py does: the same list.
+    code = (
+        "import sys; from noxsessions import _lanes, _registry; "
+        "_registry.default_sessions(); _lanes.lane_facts(); print('noxfile' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+    assert _registry.default_sessions()[0] == "check_generated"
+    assert _registry.default_sessions()[-1] == "conformance"
 
 
 def test_failing_session_fails_the_run_and_its_whole_log_is_printed_again(tmp_path: Path) -> None:
     out = io.StringIO()
     nox = [sys.executable, str(HERE / "fake_nox.py")]
     runner = _lanes.NoxRunner(nox, ["--envdir", "somewhere"], ["-k", "x"], tmp_path)
-    outcomes = run_lanes(["good", "bad"], 2, runner, lambda o: _lanes.print_log(o, out=out))
+    outcomes = run_lanes(["good", "bad"], 2, runner, lambda o: _lanes.print_log(o, out=out), FACTS)
     status = _lanes.summary(outcomes, 1.0, 2, out=out)
     text = out.getvalue()
     assert status == 1
@@ -184,7 +197,7 @@ def test_failing_session_fails_the_run_and_its_whole_log_is_printed_again(tmp_pa
 def test_all_passing_run_exits_zero(tmp_path: Path) -> None:
     out = io.StringIO()
     runner = _lanes.NoxRunner([sys.executable, str(HERE / "fake_nox.py")], [], [], tmp_path)
-    outcomes = run_lanes(["good", "fine"], 2, runner, lambda o: _lanes.print_log(o, out=out))
+    outcomes = run_lanes(["good", "fine"], 2, runner, lambda o: _lanes.print_log(o, out=out), FACTS)
     assert _lanes.summary(outcomes, 1.0, 2, out=out) == 0
     assert "0 failed" in out.getvalue()
 
