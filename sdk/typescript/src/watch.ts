@@ -5,7 +5,7 @@
  */
 import type { Connection } from "./connection.js";
 import * as convert from "./convert.js";
-import { isRetryable, isUnreachable } from "./error-mapping.js";
+import { isRetryable, isUnreachable } from "./status.js";
 import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } from "./errors.js";
 import { RunService, type WatchRunResponse } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import type { RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
