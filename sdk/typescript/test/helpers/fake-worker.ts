@@ -72,7 +72,7 @@ export async function writeDiscovery(dir: string, port: number, pin: string, pem
 }
 
 /** What a shared daemon with the `artifacts` capability answers; `limits` replaces its defaults. */
-export function daemonServerInfo(limits: { readonly maxRequestBytes?: bigint } = {}): ServerInfo {
+export function daemonServerInfo(limits: { readonly maxRequestBytes?: bigint; readonly maxResponseBytes?: bigint } = {}): ServerInfo {
   return create(ServerInfoSchema, {
     instanceId: INSTANCE_ID,
     apiPackage: "colossus.api.v1alpha1",
