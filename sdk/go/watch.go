@@ -16,6 +16,7 @@ import (
 
 // ReconnectInfo is passed to the [WithOnReconnect] callback before each reconnect.
 type ReconnectInfo struct {
+	// RunID is the watched run.
 	RunID string
 	// Attempt is 1 for the first reconnect since the last delivered event.
 	Attempt int
