@@ -123,15 +123,9 @@ func TestReconnectToAnImpostorListenerFailsClosed(t *testing.T) {
 func TestWatchDropsDuplicatesAndResumesAfterUnavailable(t *testing.T) {
 	cert := newCert(t, false)
 	w := startFakeWorker(t, cert, genuineTLS(cert), "")
-	var cursors []uint64
-	w.watchFn = func(call int, req *pb.WatchRunRequest, s pb.RunService_WatchRunServer) error {
-		cursors = append(cursors, req.GetAfterSequence())
-		if call == 1 {
-			_ = sendAll(s, outputEvent(1, "a"), outputEvent(2, "b"), outputEvent(2, "b"), outputEvent(1, "a"))
-			return status.Error(codes.Unavailable, "restarting")
-		}
-		return sendAll(s, outputEvent(2, "b"), terminalEvent(3))
-	}
+	cursors := w.scriptWatches(
+		unavailableAfter(outputEvent(1, "a"), outputEvent(2, "b"), outputEvent(2, "b"), outputEvent(1, "a")),
+		sending(outputEvent(2, "b"), terminalEvent(3)))
 	w.getRunFn = func(*pb.GetRunRequest) (*pb.GetRunResponse, error) {
 		return &pb.GetRunResponse{Run: &pb.Run{RunId: "run_1", Status: pb.RunStatus_RUN_STATUS_SUCCEEDED, LastSequence: 3}}, nil
 	}
@@ -145,8 +139,8 @@ func TestWatchDropsDuplicatesAndResumesAfterUnavailable(t *testing.T) {
 	if got := fmt.Sprint(sequences(events)); got != "[1 2 3]" {
 		t.Fatalf("sequences %s", got)
 	}
-	if fmt.Sprint(cursors) != "[0 2]" || len(hooks) != 1 || hooks[0].AfterSequence != 2 || hooks[0].Attempt != 1 {
-		t.Fatalf("cursors %v hooks %+v", cursors, hooks)
+	if cursors() != "[0 2]" || len(hooks) != 1 || hooks[0].AfterSequence != 2 || hooks[0].Attempt != 1 {
+		t.Fatalf("cursors %s hooks %+v", cursors(), hooks)
 	}
 	if progress.LastSequence() != 3 || !progress.Completed() || progress.Reconnects() != 1 {
 		t.Fatalf("progress %d %v %d", progress.LastSequence(), progress.Completed(), progress.Reconnects())
@@ -162,15 +156,7 @@ func TestWatchDropsDuplicatesAndResumesAfterUnavailable(t *testing.T) {
 func TestWatchReopensFromTheResumePlansCursor(t *testing.T) {
 	cert := newCert(t, false)
 	w := startFakeWorker(t, cert, genuineTLS(cert), "")
-	var cursors []uint64
-	w.watchFn = func(call int, req *pb.WatchRunRequest, s pb.RunService_WatchRunServer) error {
-		cursors = append(cursors, req.GetAfterSequence())
-		if call == 1 {
-			_ = sendAll(s, outputEvent(1, "a"), outputEvent(2, "b"))
-			return status.Error(codes.Unavailable, "restarting")
-		}
-		return sendAll(s, outputEvent(3, "c"), terminalEvent(4))
-	}
+	cursors := w.scriptWatches(unavailableAfter(outputEvent(1, "a"), outputEvent(2, "b")), sending(outputEvent(3, "c"), terminalEvent(4)))
 	w.getRunFn = func(*pb.GetRunRequest) (*pb.GetRunResponse, error) {
 		return &pb.GetRunResponse{Run: &pb.Run{RunId: "run_1", Status: pb.RunStatus_RUN_STATUS_SUCCEEDED, LastSequence: 4}}, nil
 	}
@@ -191,8 +177,8 @@ func TestWatchReopensFromTheResumePlansCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(cursors) != "[0 2]" || fmt.Sprint(delivered) != "[1 2 4]" {
-		t.Fatalf("cursors %v (want [0 2]), delivered %v", cursors, delivered)
+	if cursors() != "[0 2]" || fmt.Sprint(delivered) != "[1 2 4]" {
+		t.Fatalf("cursors %s (want [0 2]), delivered %v", cursors(), delivered)
 	}
 }
 

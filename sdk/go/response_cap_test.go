@@ -54,11 +54,7 @@ func TestAResponseOverTheAdvertisedCapIsRefusedLocally(t *testing.T) {
 	cert := newCert(t, false)
 	w := startFakeWorker(t, cert, genuineTLS(cert), "")
 	w.info.Limits.MaxResponseBytes = limit
-	var cursors []uint64
-	w.watchFn = func(_ int, req *pb.WatchRunRequest, s pb.RunService_WatchRunServer) error {
-		cursors = append(cursors, req.GetAfterSequence())
-		return sendAll(s, outputEvent(1, "small"), outputEvent(2, strings.Repeat("y", limit)), terminalEvent(3))
-	}
+	cursors := w.scriptWatches(sending(outputEvent(1, "small"), outputEvent(2, strings.Repeat("y", limit)), terminalEvent(3)))
 	w.getRunFn = func(*pb.GetRunRequest) (*pb.GetRunResponse, error) {
 		return &pb.GetRunResponse{Run: &pb.Run{RunId: "run_1", Status: pb.RunStatus_RUN_STATUS_RUNNING, IdempotencyKey: strings.Repeat("k", limit)}}, nil
 	}
@@ -70,7 +66,7 @@ func TestAResponseOverTheAdvertisedCapIsRefusedLocally(t *testing.T) {
 	if !isResponseTooLarge(err, limit) {
 		t.Fatalf("watch: %v", err)
 	}
-	if fmt.Sprint(sequences(events)) != "[1]" || fmt.Sprint(cursors) != "[0]" {
-		t.Fatalf("delivered %v, cursors %v (want [1] and [0]: no reconnect)", sequences(events), cursors)
+	if fmt.Sprint(sequences(events)) != "[1]" || cursors() != "[0]" {
+		t.Fatalf("delivered %v, cursors %s (want [1] and [0]: no reconnect)", sequences(events), cursors())
 	}
 }
