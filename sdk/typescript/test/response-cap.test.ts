@@ -3,9 +3,9 @@
 // unary call and on a watch alike, and a watch does not reconnect after it.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { Client, InMemoryCredentialProvider, ResourceExhaustedError } from "../src/index.js";
+import { Client, ResourceExhaustedError } from "../src/index.js";
 import { RunStatus } from "../src/gen/colossus/api/v1alpha1/runs_pb.js";
-import { BEARER, INSTANCE_ID, daemonServerInfo, done, say, startFakeWorker, type FakeWorker } from "./helpers/fake-worker.js";
+import { daemonOptions, daemonServerInfo, done, say, startFakeWorker, type FakeWorker } from "./helpers/fake-worker.js";
 
 const CAP = 4096;
 const RUN = "run_1";
@@ -28,12 +28,7 @@ describe("the advertised response cap", () => {
       watches: [{ events: [say(RUN, 1, "small"), say(RUN, 2, "y".repeat(CAP)), done(RUN, 3)] }],
     });
     workers.push(worker);
-    const client = await Client.connect({
-      publicApiDir: worker.dir,
-      expectedInstanceId: INSTANCE_ID,
-      expectedCertificateSha256: worker.pin,
-      credentials: new InMemoryCredentialProvider(BEARER),
-    });
+    const client = await Client.connect(daemonOptions(worker));
     clients.push(client);
     await assert.rejects(client.runs.get(RUN), tooLarge, "GetRun");
     const delivered: number[] = [];
