@@ -66,6 +66,7 @@ def go_lint(session: nox.Session) -> None:
     for folder in (SDK, CLIENT):
         with session.chdir(folder):
             session.run(staticcheck, "./...", external=True, env=GO_ENV)
+    session.run("go", "-C", str(SDK), "test", "-run", "^TestEveryExportedNameIsDocumented$", ".", external=True, env=GO_ENV)
 
 
 @nox.session

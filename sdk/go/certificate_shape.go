@@ -2,8 +2,8 @@ package colossus
 
 // The DER shape every SDK requires of the worker's leaf (C2), checked byte by byte. X.509
 // parsers differ in what they let through; these rules are the same in the three SDKs
-// (sdk/python/.../_certificate_shape.py, sdk/typescript/src/transport/der.ts), so each
-// gives the same verdict on the same bytes (conformance/parsers_diff compares them).
+// (sdk/python/.../_certificate_shape.py, sdk/typescript/src/transport/certificate-shape.ts),
+// so each gives the same verdict on the same bytes (conformance/parsers_diff compares them).
 
 import (
 	"bytes"

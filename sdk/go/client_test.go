@@ -123,15 +123,9 @@ func TestReconnectToAnImpostorListenerFailsClosed(t *testing.T) {
 func TestWatchDropsDuplicatesAndResumesAfterUnavailable(t *testing.T) {
 	cert := newCert(t, false)
 	w := startFakeWorker(t, cert, genuineTLS(cert), "")
-	var cursors []uint64
-	w.watchFn = func(call int, req *pb.WatchRunRequest, s pb.RunService_WatchRunServer) error {
-		cursors = append(cursors, req.GetAfterSequence())
-		if call == 1 {
-			_ = sendAll(s, outputEvent(1, "a"), outputEvent(2, "b"), outputEvent(2, "b"), outputEvent(1, "a"))
-			return status.Error(codes.Unavailable, "restarting")
-		}
-		return sendAll(s, outputEvent(2, "b"), terminalEvent(3))
-	}
+	cursors := w.scriptWatches(
+		unavailableAfter(outputEvent(1, "a"), outputEvent(2, "b"), outputEvent(2, "b"), outputEvent(1, "a")),
+		sending(outputEvent(2, "b"), terminalEvent(3)))
 	w.getRunFn = func(*pb.GetRunRequest) (*pb.GetRunResponse, error) {
 		return &pb.GetRunResponse{Run: &pb.Run{RunId: "run_1", Status: pb.RunStatus_RUN_STATUS_SUCCEEDED, LastSequence: 3}}, nil
 	}
@@ -145,14 +139,46 @@ func TestWatchDropsDuplicatesAndResumesAfterUnavailable(t *testing.T) {
 	if got := fmt.Sprint(sequences(events)); got != "[1 2 3]" {
 		t.Fatalf("sequences %s", got)
 	}
-	if fmt.Sprint(cursors) != "[0 2]" || len(hooks) != 1 || hooks[0].AfterSequence != 2 || hooks[0].Attempt != 1 {
-		t.Fatalf("cursors %v hooks %+v", cursors, hooks)
+	if cursors() != "[0 2]" || len(hooks) != 1 || hooks[0].AfterSequence != 2 || hooks[0].Attempt != 1 {
+		t.Fatalf("cursors %s hooks %+v", cursors(), hooks)
 	}
 	if progress.LastSequence() != 3 || !progress.Completed() || progress.Reconnects() != 1 {
 		t.Fatalf("progress %d %v %d", progress.LastSequence(), progress.Completed(), progress.Reconnects())
 	}
 	if _, ok := events[2].Payload.(*RunTerminated); !ok {
 		t.Fatalf("last payload %T", events[2].Payload)
+	}
+}
+
+// The reopened stream starts from the cursor of the core's resume plan, never from another
+// copy: here the core moves past the plan (it is fed event 3 before the reconnect), and only
+// a driver that follows the plan asks the worker for cursor 2.
+func TestWatchReopensFromTheResumePlansCursor(t *testing.T) {
+	cert := newCert(t, false)
+	w := startFakeWorker(t, cert, genuineTLS(cert), "")
+	cursors := w.scriptWatches(unavailableAfter(outputEvent(1, "a"), outputEvent(2, "b")), sending(outputEvent(3, "c"), terminalEvent(4)))
+	w.getRunFn = func(*pb.GetRunRequest) (*pb.GetRunResponse, error) {
+		return &pb.GetRunResponse{Run: &pb.Run{RunId: "run_1", Status: pb.RunStatus_RUN_STATUS_SUCCEEDED, LastSequence: 4}}, nil
+	}
+	c := connectFake(t, w)
+	cfg := collect(nil)
+	d := newWatchDriver(c.Runs, "run_1", cfg)
+	cfg.onReconnect = func(info ReconnectInfo) {
+		ev := outputEvent(3, "c").GetEvent()
+		if _, err := d.core.onEvent("run_1", 3, ev, retainedSize(ev), false); err != nil || info.AfterSequence != 2 {
+			t.Errorf("plan %+v, feeding the core: %v", info, err)
+		}
+	}
+	var delivered []uint64
+	err := d.run(context.Background(), func(ev RunEvent, _ error) bool {
+		delivered = append(delivered, ev.Sequence)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cursors() != "[0 2]" || fmt.Sprint(delivered) != "[1 2 4]" {
+		t.Fatalf("cursors %s (want [0 2]), delivered %v", cursors(), delivered)
 	}
 }
 

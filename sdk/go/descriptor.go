@@ -72,10 +72,16 @@ func ParseEndpoint(value string) (Endpoint, error) {
 
 // Descriptor is a validated endpoint.json.
 type Descriptor struct {
-	Endpoint          Endpoint
-	InstanceID        string
-	PID               int64
-	APIVersion        string
+	// Endpoint is where the worker listens: a loopback TLS address.
+	Endpoint Endpoint
+	// InstanceID is the instance the worker claims; it must equal the enrolled one.
+	InstanceID string
+	// PID is the worker's process ID, 1 to 2^31-1 (a readiness hint only).
+	PID int64
+	// APIVersion is the contract version the worker serves, "v1alpha1".
+	APIVersion string
+	// CertificateSHA256 is the pin the worker claims (64 lower-case hex); it must equal the
+	// enrolled one.
 	CertificateSHA256 string
 }
 

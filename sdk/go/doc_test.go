@@ -9,12 +9,19 @@ import (
 	"testing"
 )
 
-// Every exported name of the package has a doc comment (godoc is the reference).
+// Every exported name of the package and of colossustest has a doc comment (godoc is the
+// reference): each type, func and method of an exported type, each field (embedded ones
+// included) and interface method of an exported type, and each const and var. A trailing
+// line comment counts for a field or a value. The go_lint session runs this test too.
 func TestEveryExportedNameIsDocumented(t *testing.T) {
 	fset := token.NewFileSet()
-	paths, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var paths []string
+	for _, pattern := range []string{"*.go", "colossustest/*.go"} {
+		matched, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, matched...)
 	}
 	var files []*ast.File
 	for _, p := range paths {
@@ -43,8 +50,24 @@ func TestEveryExportedNameIsDocumented(t *testing.T) {
 				for _, spec := range d.Specs {
 					switch s := spec.(type) {
 					case *ast.TypeSpec:
-						if s.Name.IsExported() && s.Doc == nil && d.Doc == nil {
+						if !s.Name.IsExported() {
+							continue
+						}
+						if s.Doc == nil && d.Doc == nil {
 							report(s.Pos(), s.Name.Name)
+						}
+						for _, m := range members(s.Type) {
+							if m.Doc != nil || m.Comment != nil {
+								continue
+							}
+							if len(m.Names) == 0 {
+								report(m.Pos(), "an embedded field of "+s.Name.Name)
+							}
+							for _, n := range m.Names {
+								if n.IsExported() {
+									report(n.Pos(), s.Name.Name+"."+n.Name)
+								}
+							}
 						}
 					case *ast.ValueSpec:
 						for _, n := range s.Names {
@@ -70,4 +93,15 @@ func receiverExported(list *ast.FieldList) bool {
 	}
 	id, ok := typ.(*ast.Ident)
 	return ok && id.IsExported()
+}
+
+// members are the fields of a struct type or the methods of an interface type.
+func members(typ ast.Expr) []*ast.Field {
+	switch x := typ.(type) {
+	case *ast.StructType:
+		return x.Fields.List
+	case *ast.InterfaceType:
+		return x.Methods.List
+	}
+	return nil
 }

@@ -40,6 +40,8 @@ type ClientOptions struct {
 // SHA-256 from enrolment (from your own trusted configuration, never re-read from the
 // folder), and a credential provider for the bearer.
 type DaemonOptions struct {
+	// ClientOptions are the settings both placements share (timeouts, retry, response cap,
+	// tracing and logging).
 	ClientOptions
 	// PublicAPIDir is the worker's --public-api-dir (owner-only, mode 0700).
 	PublicAPIDir string
@@ -55,6 +57,8 @@ type DaemonOptions struct {
 
 // SidecarOptions starts and supervises a private worker.
 type SidecarOptions struct {
+	// ClientOptions are the settings both placements share (timeouts, retry, response cap,
+	// tracing and logging).
 	ClientOptions
 	// Executable is the worker program; a bare name is looked up on PATH.
 	Executable string

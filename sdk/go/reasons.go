@@ -61,9 +61,10 @@ const (
 	ReasonKeyringEntryMissing = "KEYRING_ENTRY_MISSING"
 
 	// transport and the caller
-	ReasonUnreachable  = "UNREACHABLE"
-	ReasonAborted      = "ABORTED"
-	ReasonClientClosed = "CLIENT_CLOSED"
+	ReasonUnreachable      = "UNREACHABLE"
+	ReasonAborted          = "ABORTED"
+	ReasonClientClosed     = "CLIENT_CLOSED"
+	ReasonResponseTooLarge = "RESPONSE_TOO_LARGE"
 
 	// answers that break the contract
 	ReasonResponseMalformed      = "RESPONSE_MALFORMED"

@@ -40,6 +40,8 @@ type session struct {
 	bearer    *bearerCredentials
 	info      ServerInfo
 	callOpts  []grpc.CallOption
+	// recvCap is the inbound message cap of callOpts (C7), named in RESPONSE_TOO_LARGE.
+	recvCap int
 	// gone closes when the channel's worker is known to have exited (sidecar only).
 	gone <-chan struct{}
 }
@@ -72,6 +74,7 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 		dials:    dials,
 		bearer:   bearer,
 		callOpts: []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)},
+		recvCap:  recv,
 	}
 	conn, err := grpc.NewClient("passthrough:///"+t.endpoint.address(),
 		// C7 for every request of this channel, against s.info as it stands at each call:
@@ -109,7 +112,7 @@ func openSession(ctx context.Context, t target, creds func(context.Context) (*se
 	if cap := info.Limits.MaxResponseBytes; cap > 0 && cap < uint64(recv) {
 		recv = int(cap)
 	}
-	s.callOpts = []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)}
+	s.callOpts, s.recvCap = []grpc.CallOption{grpc.MaxCallRecvMsgSize(recv)}, recv
 	if cap := info.Limits.MaxRequestBytes; cap > 0 {
 		s.callOpts = append(s.callOpts, grpc.MaxCallSendMsgSize(int(cap)+requestHeadroom))
 	}
@@ -148,6 +151,9 @@ func (s *session) getServerInfo(ctx context.Context, policy RetryPolicy, log *sl
 func (s *session) mapError(ctx context.Context, err error, call callKind, key string) error {
 	if f := s.bearer.takeFailure(); f != nil {
 		return f
+	}
+	if e := responseTooLarge(err, s.recvCap); e != nil {
+		return e
 	}
 	mapped := mapRPCError(ctx, err, call, key)
 	if e, ok := asError(mapped); ok && e.Code == codes.Unavailable {

@@ -16,6 +16,7 @@ import (
 
 // ReconnectInfo is passed to the [WithOnReconnect] callback before each reconnect.
 type ReconnectInfo struct {
+	// RunID is the watched run.
 	RunID string
 	// Attempt is 1 for the first reconnect since the last delivered event.
 	Attempt int
@@ -127,13 +128,7 @@ func (r *Runs) Watch(ctx context.Context, runID string, opts ...CallOption) iter
 			yield(RunEvent{}, err)
 			return
 		}
-		w := &watchDriver{runs: r, cfg: cfg, progress: cfg.progress}
-		if w.progress == nil {
-			w.progress = &WatchProgress{}
-		}
-		w.progress.last.Store(cfg.afterSequence)
-		w.core = newWatchCore(runID, cfg.afterSequence, r.c.opts.retryFor(cfg), eventsEqual, nil)
-		if err := w.run(ctx, yield); err != nil {
+		if err := newWatchDriver(r, runID, cfg).run(ctx, yield); err != nil {
 			yield(RunEvent{}, err)
 		}
 	}
@@ -144,6 +139,19 @@ type watchDriver struct {
 	cfg      *callConfig
 	core     *watchCore[*pb.RunEvent]
 	progress *WatchProgress
+	// resumeAfter is where the next stream starts: the caller's cursor, then each of the
+	// core's resume plans (as Rust's resume_after); the driver keeps no other cursor.
+	resumeAfter uint64
+}
+
+func newWatchDriver(r *Runs, runID string, cfg *callConfig) *watchDriver {
+	w := &watchDriver{runs: r, cfg: cfg, progress: cfg.progress, resumeAfter: cfg.afterSequence}
+	if w.progress == nil {
+		w.progress = &WatchProgress{}
+	}
+	w.progress.last.Store(cfg.afterSequence)
+	w.core = newWatchCore(runID, cfg.afterSequence, r.c.opts.retryFor(cfg), eventsEqual, nil)
+	return w
 }
 
 // errStopped means the consumer left the loop: nothing more is yielded.
@@ -191,6 +199,7 @@ func (w *watchDriver) run(ctx context.Context, yield func(RunEvent, error) bool)
 			}
 			return newError(ErrTransport, ReasonWatchReconnectsSpent, "the watch kept closing before the run ended")
 		}
+		w.resumeAfter = plan.after
 		info := ReconnectInfo{RunID: w.core.runID, Attempt: plan.attempt, Delay: plan.delay, AfterSequence: plan.after, Cause: cause}
 		c.log.Info("watch reconnecting", "run_id", info.RunID, "after_sequence", info.AfterSequence, "attempt", info.Attempt, "delay", info.Delay)
 		w.progress.reconnects.Add(1)
@@ -220,7 +229,7 @@ func (w *watchDriver) stream(ctx context.Context, s *session, yield func(RunEven
 		}
 		return s.mapError(ctx, err, readCall, "")
 	}
-	req := &pb.WatchRunRequest{RunId: w.core.runID, AfterSequence: w.core.lastSequence()}
+	req := &pb.WatchRunRequest{RunId: w.core.runID, AfterSequence: w.resumeAfter}
 	stream, err := s.runs.WatchRun(streamCtx, req, s.callOpts...)
 	if err != nil {
 		return false, failed(err)

@@ -14,7 +14,7 @@
 import { createClient, type CallOptions, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import * as convert from "./convert.js";
 import { loadBearer, type CredentialProvider } from "./credentials.js";
-import { isRetryable, isUnreachable, mapError, type MapContext } from "./error-mapping.js";
+import { isRetryable, isUnreachable, mapError, type MapContext } from "./status.js";
 import { ClientClosedError, ColossusError, IncompatibleServerError, OutcomeUnknownError, TransportError } from "./errors.js";
 import { ArtifactService } from "./gen/colossus/api/v1alpha1/artifacts_pb.js";
 import { RunService } from "./gen/colossus/api/v1alpha1/run_service_pb.js";

@@ -5,7 +5,7 @@
  */
 import type { Connection } from "./connection.js";
 import * as convert from "./convert.js";
-import { isRetryable, isUnreachable } from "./error-mapping.js";
+import { isRetryable, isUnreachable } from "./status.js";
 import { AbortedError, ColossusError, TransportError, WatchIdleTimeoutError } from "./errors.js";
 import { RunService, type WatchRunResponse } from "./gen/colossus/api/v1alpha1/run_service_pb.js";
 import type { RunEvent as PbRunEvent } from "./gen/colossus/api/v1alpha1/runs_pb.js";
@@ -173,13 +173,17 @@ class WatchIterator implements AsyncIterator<RunEvent> {
   private lastActivity = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private idleFired = false;
+  /** Where the next stream starts: the caller's cursor, then each resume plan's (as in Rust). */
+  private resumeAfter: number;
 
   constructor(
     private readonly watch: Watch,
     private readonly core: WatchCore<KeptEvent>,
     private readonly source: ConnectionSource,
     private readonly options: WatchOptions,
-  ) {}
+  ) {
+    this.resumeAfter = core.lastSequence;
+  }
 
   async next(): Promise<IteratorResult<RunEvent>> {
     const core = this.core;
@@ -231,7 +235,7 @@ class WatchIterator implements AsyncIterator<RunEvent> {
   private async open(): Promise<AsyncIterator<WatchRunResponse>> {
     const connection = await this.source.connection();
     this.connection = connection;
-    const request = buildWatchRun(this.core.runId, this.core.lastSequence);
+    const request = buildWatchRun(this.core.runId, this.resumeAfter);
     const attempt = new AbortController();
     this.attempt = attempt;
     const signals = [this.watch.stopSignal, attempt.signal];
@@ -294,6 +298,8 @@ class WatchIterator implements AsyncIterator<RunEvent> {
     if (resume === null) {
       throw cause ?? new TransportError("the watch kept closing before the run ended", { reason: "WATCH_RECONNECTS_EXHAUSTED" });
     }
+    // The reopened stream starts where the core's plan says, never from another copy.
+    this.resumeAfter = resume.afterSequence;
     const info: ReconnectInfo = { runId: this.core.runId, attempt: resume.attempt, delayMs: resume.delayMs, afterSequence: resume.afterSequence, cause };
     connection.options.logger?.info("watch reconnecting", { runId: info.runId, afterSequence: info.afterSequence, attempt: info.attempt, delayMs: Math.round(info.delayMs) });
     this.options.onReconnect?.(info);

@@ -13,6 +13,7 @@ import {
   type Watch,
 } from "../src/index.js";
 import { RunStatus } from "../src/gen/colossus/api/v1alpha1/runs_pb.js";
+import type { WatchCore } from "../src/watch-core.js";
 import { BEARER, INSTANCE_ID, done, say, startFakeWorker, type FakeBehaviour, type FakeWorker } from "./helpers/fake-worker.js";
 
 const RUN = "run_1";
@@ -78,6 +79,29 @@ describe("runs.watch against a scripted worker", () => {
     assert.deepEqual(seqs(events), [1, 2, 3]);
     assert.deepEqual(reconnects, [2]);
     assert.deepEqual(worker.watchCursors, [0, 2]);
+  });
+
+  it("reopens from the cursor of the core's resume plan, not from any other copy", async () => {
+    const { client, worker } = await connect({
+      watches: [
+        { events: [say(RUN, 1, "a"), say(RUN, 2, "b")], end: Code.Unavailable },
+        { events: [say(RUN, 2, "b"), done(RUN, 3)] },
+      ],
+      run: () => ({ runId: RUN, status: RunStatus.SUCCEEDED, lastSequence: 3n }),
+    });
+    const watch = client.runs.watch(RUN);
+    // A plan one event behind the core's last sequence: only a driver that takes its cursor
+    // from the plan asks the worker for sequence 2 again.
+    const core = (watch as unknown as { core: WatchCore<unknown> }).core;
+    const plan = core.onRetryableFailure.bind(core);
+    core.onRetryableFailure = (reached) => {
+      const resume = plan(reached);
+      return resume === null ? null : { ...resume, afterSequence: resume.afterSequence - 1 };
+    };
+    const { events, error } = await collect(watch);
+    assert.equal(error, null);
+    assert.deepEqual(seqs(events), [1, 2, 3]);
+    assert.deepEqual(worker.watchCursors, [0, 1]);
   });
 
   it("reconnects when the connection dies under the stream (a killed worker), not only after UNAVAILABLE", async () => {

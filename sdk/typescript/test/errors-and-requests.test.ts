@@ -5,7 +5,7 @@ import { inspect } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
-import { decodeErrorInfo, isRetryable, mapError } from "../src/error-mapping.js";
+import { decodeErrorInfo, isRetryable, mapError } from "../src/status.js";
 import {
   AbortedError,
   CapabilityMissingError,

@@ -17,6 +17,8 @@ import { compressionBrotli, compressionGzip, Http2SessionManager } from "@connec
 import { RunService, WatchRunResponseSchema } from "../src/gen/colossus/api/v1alpha1/run_service_pb.js";
 import { createGrpcStreamingTransport } from "../src/transport/grpc-transport.js";
 import { createHttp2Client } from "../src/transport/http2-client.js";
+import { ColossusError, ResourceExhaustedError } from "../src/errors.js";
+import { mapError } from "../src/status.js";
 import { say } from "./helpers/fake-worker.js";
 
 const READ_MAX = 4096;
@@ -52,6 +54,15 @@ const many = Buffer.concat(Array.from({ length: 40 }, (_, i) => envelope(message
 const gzipped = await promisify(gzip)(message(7));
 const split = (bytes: Uint8Array, at: readonly number[]): Uint8Array[] => [0, ...at].map((from, i) => bytes.subarray(from, at[i] ?? bytes.length));
 
+// Over the read cap, the SDK refuses the message itself (RESPONSE_TOO_LARGE, no code) where
+// connect reports RESOURCE_EXHAUSTED: these are judged on their own below, not against connect.
+const bigMessage = message(1, "y".repeat(READ_MAX));
+const OVER_CAP: Readonly<Record<string, Scenario>> = {
+  "a message over the read cap": { pieces: [envelope(new Uint8Array(10), 0, READ_MAX + 1)], trailers: OK },
+  "a length prefix over the cap split across chunks": { pieces: split(envelope(bigMessage), [2, 4, 7]), trailers: OK },
+  "a gzip message that grows over the cap": { headers: { "grpc-encoding": "gzip" }, pieces: [envelope(await promisify(gzip)(bigMessage), 1)], trailers: OK },
+};
+
 const SCENARIOS: Readonly<Record<string, Scenario>> = {
   "messages across odd chunk boundaries": { pieces: split(many, [1, 3, 5, 6, 40, 41, 200, 777, 778]), trailers: OK },
   "one chunk holding every message": { pieces: [many], trailers: OK },
@@ -61,7 +72,6 @@ const SCENARIOS: Readonly<Record<string, Scenario>> = {
     trailers: { "grpc-status": "9", "grpc-message": "gap%20here", "grpc-status-details-bin": statusDetails(9, "gap here"), "x-extra": "kept" },
   },
   "a trailers-only error": { headers: { "grpc-status": "14", "grpc-message": "restarting" }, trailers: null },
-  "a message over the read cap": { pieces: [envelope(new Uint8Array(10), 0, READ_MAX + 1)], trailers: OK },
   "an incomplete envelope at the end": { pieces: [envelope(message(1)), envelope(message(2)).subarray(0, 9)], trailers: OK },
   "a gzip message the client accepts": { headers: { "grpc-encoding": "gzip" }, pieces: [envelope(gzipped, 1)], trailers: OK },
   "a compressed message without an encoding": { pieces: [envelope(gzipped, 1)], trailers: OK },
@@ -81,7 +91,8 @@ before(async () => {
   server.on("session", (session) => session.on("error", () => undefined));
   server.on("stream", (stream, headers) => {
     stream.on("error", () => undefined);
-    const scenario = SCENARIOS[String(headers["x-scenario"])] ?? {};
+    const name = String(headers["x-scenario"]);
+    const scenario = SCENARIOS[name] ?? OVER_CAP[name] ?? {};
     stream.resume();
     void (async () => {
       const endNow = scenario.trailers === null;
@@ -126,6 +137,16 @@ async function answer(transport: Transport, scenario: string): Promise<unknown> 
   }
 }
 
+/** The SDK error a call's failure maps to, as every call site maps it. */
+async function answerError(call: () => Promise<unknown>): Promise<ColossusError> {
+  try {
+    await call();
+  } catch (error) {
+    return mapError(error);
+  }
+  assert.fail("the call succeeded");
+}
+
 describe("the channel's streaming transport", () => {
   for (const scenario of Object.keys(SCENARIOS)) {
     it(`answers as connect's gRPC transport does: ${scenario}`, async () => {
@@ -152,6 +173,29 @@ describe("the channel's streaming transport", () => {
       } finally {
         ours.abort();
         theirs.abort();
+      }
+    });
+  }
+
+  for (const scenario of Object.keys(OVER_CAP)) {
+    it(`refuses a response over the read cap locally, streamed or unary: ${scenario}`, async () => {
+      const manager = new Http2SessionManager(url);
+      try {
+        const transport = createGrpcStreamingTransport({ baseUrl: url, readMaxBytes: READ_MAX, writeMaxBytes: READ_MAX, interceptors: [], sessionManager: manager });
+        const streamed = await answerError(async () => {
+          const response = await transport.stream(RunService.method.watchRun, undefined, undefined, { "x-scenario": scenario }, request());
+          for await (const m of response.message) assert.fail(`delivered ${m.$typeName}`);
+        });
+        const unary = await answerError(() => transport.unary(RunService.method.getRun, undefined, undefined, { "x-scenario": scenario }, { runId: "run_a" }));
+        for (const error of [streamed, unary]) {
+          assert.ok(error instanceof ResourceExhaustedError, String(error));
+          assert.equal(error.code, null);
+          assert.equal(error.reason, "RESPONSE_TOO_LARGE");
+          assert.deepEqual(error.metadata, { limit: String(READ_MAX) });
+          assert.match(error.message, /a response is larger than the accepted response cap/);
+        }
+      } finally {
+        manager.abort();
       }
     });
   }

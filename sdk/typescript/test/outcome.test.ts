@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Client, ResourceExhaustedError, WatchGapError, InvalidArgumentError, AbortedError } from "../src/index.js";
-import { decodeRetryDelayMs } from "../src/error-mapping.js";
+import { decodeRetryDelayMs } from "../src/status.js";
 import { FakeWorker, Fault } from "../src/testing/index.js";
 
 async function setUp(): Promise<{ worker: FakeWorker; client: Client; [Symbol.asyncDispose]: () => Promise<void> }> {

@@ -3,8 +3,8 @@
 // client must refuse each locally instead of sending it.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { Client, InMemoryCredentialProvider, ResourceExhaustedError } from "../src/index.js";
-import { BEARER, INSTANCE_ID, daemonServerInfo, startFakeWorker, type FakeWorker } from "./helpers/fake-worker.js";
+import { Client, ResourceExhaustedError } from "../src/index.js";
+import { daemonOptions, daemonServerInfo, startFakeWorker, type FakeWorker } from "./helpers/fake-worker.js";
 
 const workers: FakeWorker[] = [];
 const clients: Client[] = [];
@@ -22,12 +22,7 @@ describe("the advertised request cap", () => {
       serverInfo: daemonServerInfo({ maxRequestBytes: 48n }),
     });
     workers.push(worker);
-    const client = await Client.connect({
-      publicApiDir: worker.dir,
-      expectedInstanceId: INSTANCE_ID,
-      expectedCertificateSha256: worker.pin,
-      credentials: new InMemoryCredentialProvider(BEARER),
-    });
+    const client = await Client.connect(daemonOptions(worker));
     clients.push(client);
     const sentAtConnect = worker.authorizations.length;
     const calls: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [

@@ -5,7 +5,7 @@
  */
 import { createHash, X509Certificate } from "node:crypto";
 import { CertificateError } from "../errors.js";
-import { hasBasicConstraints, leafShapeProblem } from "./der.js";
+import { hasBasicConstraints, leafShapeProblem } from "./certificate-shape.js";
 
 const PEM = /^-----BEGIN CERTIFICATE-----\r?\n((?:[A-Za-z0-9+/=]{1,76}\r?\n)+)-----END CERTIFICATE-----(?:\r?\n)?$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

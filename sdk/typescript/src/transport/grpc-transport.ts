@@ -25,6 +25,7 @@ import {
 import { createTransport, requestHeaderWithCompression, validateResponseWithCompression, validateTrailer } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip, type Http2SessionManager } from "@connectrpc/connect-node";
 import { createHttp2Client } from "./http2-client.js";
+import { capDecompression, capResponses } from "./response-cap.js";
 
 export interface GrpcTransportOptions {
   readonly baseUrl: string;
@@ -40,9 +41,10 @@ const COMPRESSED = 0b1;
 export function createGrpcStreamingTransport(options: GrpcTransportOptions): Transport {
   // Every call, unary and streaming, reads its response through the SDK's own HTTP/2
   // client (see http2-client.ts: connect-node's iterates streams Node may have closed).
-  const httpClient = createHttp2Client(options.sessionManager);
+  // Both hold each response message to the read cap as the SDK's own refusal (C7).
+  const httpClient = capResponses(createHttp2Client(options.sessionManager), options.readMaxBytes);
   // connect-node's default, so the request says what it always said.
-  const acceptCompression = [compressionGzip, compressionBrotli];
+  const acceptCompression = [compressionGzip, compressionBrotli].map(capDecompression);
   const connect = createTransport({
     httpClient,
     baseUrl: options.baseUrl,

@@ -10,6 +10,8 @@ import type { AddressInfo, Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { InMemoryCredentialProvider } from "../../src/credentials.js";
+import type { DaemonOptions } from "../../src/options.js";
 import { sha256Hex, parseLeafCertificate } from "../../src/transport/certificate.js";
 import { RunService, type WatchRunRequest } from "../../src/gen/colossus/api/v1alpha1/run_service_pb.js";
 import { RunEventSchema, RunSchema, RunStatus, type RunEvent } from "../../src/gen/colossus/api/v1alpha1/runs_pb.js";
@@ -63,6 +65,17 @@ export interface FakeWorker {
   close(): Promise<void>;
 }
 
+/** Options that connect a client to `worker` with the test bearer; `extra` adds to them. */
+export function daemonOptions(worker: FakeWorker, extra: Partial<DaemonOptions> = {}): DaemonOptions {
+  return {
+    publicApiDir: worker.dir,
+    expectedInstanceId: INSTANCE_ID,
+    expectedCertificateSha256: worker.pin,
+    credentials: new InMemoryCredentialProvider(BEARER),
+    ...extra,
+  };
+}
+
 export async function writeDiscovery(dir: string, port: number, pin: string, pem: string): Promise<void> {
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   await fs.chmod(dir, 0o700);
@@ -72,7 +85,7 @@ export async function writeDiscovery(dir: string, port: number, pin: string, pem
 }
 
 /** What a shared daemon with the `artifacts` capability answers; `limits` replaces its defaults. */
-export function daemonServerInfo(limits: { readonly maxRequestBytes?: bigint } = {}): ServerInfo {
+export function daemonServerInfo(limits: { readonly maxRequestBytes?: bigint; readonly maxResponseBytes?: bigint } = {}): ServerInfo {
   return create(ServerInfoSchema, {
     instanceId: INSTANCE_ID,
     apiPackage: "colossus.api.v1alpha1",

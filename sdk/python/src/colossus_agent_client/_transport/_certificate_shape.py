@@ -1,8 +1,8 @@
 """The DER shape every SDK requires of the worker's leaf (C2), checked byte by byte.
 
 X.509 parsers differ in what they let through; these rules are the same in the three SDKs
-(sdk/go/certificate_shape.go, sdk/typescript/src/transport/der.ts), so each gives the same
-verdict on the same bytes (conformance/parsers_diff compares them).
+(sdk/go/certificate_shape.go, sdk/typescript/src/transport/certificate-shape.ts), so each
+gives the same verdict on the same bytes (conformance/parsers_diff compares them).
 """
 
 from __future__ import annotations

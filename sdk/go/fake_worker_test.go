@@ -237,6 +237,39 @@ func (w *fakeWorker) WatchRun(req *pb.WatchRunRequest, stream pb.RunService_Watc
 	return fn(call, req, stream)
 }
 
+// scriptWatches answers the n-th WatchRun call with streams[n-1] (UNIMPLEMENTED after the
+// last) and returns a reader of the cursors the calls asked for, in order.
+func (w *fakeWorker) scriptWatches(streams ...func(pb.RunService_WatchRunServer) error) (cursors func() string) {
+	var seen []uint64
+	w.watchFn = func(call int, req *pb.WatchRunRequest, s pb.RunService_WatchRunServer) error {
+		w.mu.Lock()
+		seen = append(seen, req.GetAfterSequence())
+		w.mu.Unlock()
+		if call > len(streams) {
+			return status.Error(codes.Unimplemented, "no script for this watch")
+		}
+		return streams[call-1](s)
+	}
+	return func() string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return fmt.Sprint(seen)
+	}
+}
+
+// unavailableAfter sends msgs, then fails the stream with UNAVAILABLE (a restarting worker).
+func unavailableAfter(msgs ...*pb.WatchRunResponse) func(pb.RunService_WatchRunServer) error {
+	return func(s pb.RunService_WatchRunServer) error {
+		_ = sendAll(s, msgs...)
+		return status.Error(codes.Unavailable, "restarting")
+	}
+}
+
+// sending sends msgs and ends the stream cleanly.
+func sending(msgs ...*pb.WatchRunResponse) func(pb.RunService_WatchRunServer) error {
+	return func(s pb.RunService_WatchRunServer) error { return sendAll(s, msgs...) }
+}
+
 func (w *fakeWorker) GetRun(_ context.Context, req *pb.GetRunRequest) (*pb.GetRunResponse, error) {
 	if w.getRunFn == nil {
 		return nil, status.Error(codes.NotFound, "no run")

@@ -43,7 +43,11 @@ type script struct {
 // FakeWorker is a scripted stand-in for a Colossus worker, for an application's unit
 // tests. Start it with [Start]; connect with [FakeWorker.DaemonOptions].
 type FakeWorker struct {
+	// UnimplementedSystemServiceServer is what grpc-go's generated server asks for: a
+	// system RPC newer than the fake answers UNIMPLEMENTED.
 	pb.UnimplementedSystemServiceServer
+	// UnimplementedRunServiceServer is the same for the run service; the fake serves
+	// every run RPC of v1alpha1.
 	pb.UnimplementedRunServiceServer
 
 	// Capabilities are the optional features it advertises.

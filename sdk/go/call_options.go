@@ -32,7 +32,7 @@ type callConfig struct {
 	onReconnect    func(ReconnectInfo)
 	displayName    *string
 	progress       *WatchProgress
-	// rateLimitRetries is set by WithRateLimitRetries (ratelimit.go).
+	// rateLimitRetries is set by WithRateLimitRetries (rate_limit.go).
 	rateLimitRetries *int
 	// used names the options given, in order, for [callConfig.only].
 	used []string
