@@ -36,18 +36,12 @@ from google.protobuf.message import Message
 
 from . import _convert
 from ._credentials import CredentialProvider, load_bearer
-from ._errors import (
-    ColossusError,
-    IncompatibleServerError,
-    LocalReason,
-    TransportError,
-    TrustError,
-    from_rpc_error,
-    is_retryable_code,
-)
+from ._errors import ColossusError, IncompatibleServerError, TransportError, TrustError
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, RetryPolicy
+from ._reasons import LocalReason
 from ._request_cap import RequestCap, capped, capped_async
+from ._status import from_rpc_error, is_retryable_code
 from ._transport import _channel
 from ._transport._bearer import Bearer, CallMetadata
 from ._transport._certificate import LeafCertificate

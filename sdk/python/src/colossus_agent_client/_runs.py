@@ -27,10 +27,11 @@ from ._connection import (
     retry_async,
     retry_sync,
 )
-from ._errors import ColossusError, ErrorReason, InvalidArgumentError, ResourceExhaustedError
+from ._errors import ColossusError, InvalidArgumentError, ResourceExhaustedError
 from ._options import RetryPolicy
 from ._outcome import AsyncTextStream, TextStream, wait_async, wait_sync
 from ._pagination import AsyncRunPager, RunPager
+from ._reasons import ErrorReason
 from ._requests import (
     Answer,
     InputLike,

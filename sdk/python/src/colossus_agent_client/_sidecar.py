@@ -32,12 +32,12 @@ from ._errors import (
     CertificateError,
     CredentialError,
     DescriptorError,
-    LocalReason,
     PinMismatchError,
     SidecarError,
 )
 from ._models import DeploymentMode
 from ._options import SidecarOptions
+from ._reasons import LocalReason
 from ._transport._bearer import Bearer
 from ._transport._certificate import LeafCertificate, parse_leaf_certificate
 from ._transport._descriptor import (

@@ -30,16 +30,10 @@ from ._connection import (
     retry_async,
     retry_sync,
 )
-from ._errors import (
-    ColossusError,
-    ProtocolViolationError,
-    TransportError,
-    WatchIdleTimeoutError,
-    from_rpc_error,
-    is_retryable_code,
-)
+from ._errors import ColossusError, ProtocolViolationError, TransportError, WatchIdleTimeoutError
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
+from ._status import from_rpc_error, is_retryable_code
 from ._transport._stream_reader import messages
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
 from .api.v1alpha1 import run_service_pb2, runs_pb2

@@ -6,7 +6,7 @@ import grpc
 import pytest
 
 import colossus_agent_client as colossus
-from colossus_agent_client._errors import map_status
+from colossus_agent_client._status import map_status
 from fake_worker import status_details
 
 

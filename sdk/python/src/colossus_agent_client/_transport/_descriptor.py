@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from .._errors import CertificateError, DescriptorError, LocalReason, PinMismatchError
+from .._errors import CertificateError, DescriptorError, PinMismatchError
+from .._reasons import LocalReason
 from ._certificate import LeafCertificate, parse_leaf_certificate
 
 ENDPOINT_FILE: Final = "endpoint.json"

@@ -28,7 +28,8 @@ from typing import Any
 
 import grpc
 
-from .._errors import LocalReason, PinMismatchError, TlsPolicyError, TransportError
+from .._errors import PinMismatchError, TlsPolicyError, TransportError
+from .._reasons import LocalReason
 from ._certificate import LeafCertificate, sha256_hex
 from ._descriptor import Endpoint
 
