@@ -17,16 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from . import _convert
 from . import _models as m
 from ._coerce import enum_arg, enum_args
-from ._connection import (
-    DEFAULT,
-    Session,
-    call_mutation_async,
-    call_mutation_sync,
-    ready_async,
-    ready_sync,
-    retry_async,
-    retry_sync,
-)
+from ._connection import DEFAULT, Session, call_mutation_async, call_mutation_sync
 from ._errors import ColossusError, InvalidArgumentError, ResourceExhaustedError
 from ._options import RetryPolicy
 from ._outcome import AsyncTextStream, TextStream, wait_async, wait_sync
@@ -42,6 +33,7 @@ from ._requests import (
     check_idempotency_key,
     new_idempotency_key,
 )
+from ._retry import ready_async, ready_sync, retry_async, retry_sync
 from ._watch import AsyncBackend, AsyncWatch, OnReconnect, SyncBackend, Watch
 from .api.v1alpha1 import run_service_pb2
 

@@ -22,17 +22,11 @@ import grpc.aio
 from google.protobuf.message import DecodeError
 
 from . import _convert
-from ._connection import (
-    AsyncConnection,
-    SyncConnection,
-    ready_async,
-    ready_sync,
-    retry_async,
-    retry_sync,
-)
+from ._connection import AsyncConnection, SyncConnection
 from ._errors import ColossusError, ProtocolViolationError, TransportError, WatchIdleTimeoutError
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
+from ._retry import ready_async, ready_sync, retry_async, retry_sync
 from ._status import from_rpc_error, is_retryable_code
 from ._transport._stream_reader import messages
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
