@@ -24,7 +24,8 @@ from ._errors import ClientClosedError, ColossusError, SidecarError
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._runs import AsyncRuns, Runs
-from ._sidecar import BootstrapReply, SidecarProcess, SidecarSupervisor
+from ._sidecar import SidecarProcess, SidecarSupervisor
+from ._sidecar_bootstrap import BootstrapReply
 from ._transport._descriptor import discover
 from ._watch import AsyncWatch
 
