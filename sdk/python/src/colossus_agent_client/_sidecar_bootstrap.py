@@ -34,9 +34,9 @@ from ._transport._descriptor import (
     Endpoint,
     is_opaque_id,
     is_pin,
-    load_json_object,
     parse_endpoint,
 )
+from ._transport._strict_json import load_json_object
 
 MAX_FRAME: Final = 65_536
 BOOTSTRAP_VERSION: Final = 1
