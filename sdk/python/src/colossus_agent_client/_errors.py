@@ -186,7 +186,9 @@ class CapabilityMissingError(FailedPreconditionError):
 
 class ResourceExhaustedError(ApiError):
     """``RESOURCE_EXHAUSTED`` (a rate, concurrency or size limit; ``reason`` says which),
-    or a request over the worker's advertised size cap refused locally.
+    or a size cap enforced locally: a request over the worker's advertised request cap
+    (``REQUEST_TOO_LARGE``) or a response over the accepted response cap
+    (``RESPONSE_TOO_LARGE``), both with ``code`` ``None``.
 
     Attributes:
         retry_delay: seconds the worker asked the caller to wait before trying again

@@ -80,6 +80,8 @@ class LocalReason(str, enum.Enum):
     # transport
     UNREACHABLE = "UNREACHABLE"
     CLIENT_CLOSED = "CLIENT_CLOSED"
+    # limits (C7): a request over the cap is ErrorReason.REQUEST_TOO_LARGE, as the worker says
+    RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"
     # responses that break the contract
     RESPONSE_MALFORMED = "RESPONSE_MALFORMED"
     PAGE_NO_PROGRESS = "PAGE_NO_PROGRESS"

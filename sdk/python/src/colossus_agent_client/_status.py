@@ -32,7 +32,7 @@ from ._errors import (
     ResourceExhaustedError,
     TransportError,
 )
-from ._reasons import ErrorReason
+from ._reasons import ErrorReason, LocalReason
 
 ERROR_DOMAIN: Final = "colossus.api.v1alpha1"
 _STATUS_DETAILS_KEY: Final = "grpc-status-details-bin"
@@ -41,6 +41,10 @@ _MAX_RETRY_DELAY: Final = 3600.0
 # A status-details blob larger than this is ignored rather than parsed.
 _MAX_DETAILS_BYTES: Final = 16 * 1024
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+# How grpcio's message says it refused an inbound message over the receive cap, for example
+# "Received message larger than max (6050 vs. 4096)" (behind "Stream removed (CLIENT: "
+# on a stream).
+_RESPONSE_OVER_CAP: Final = "Received message larger than max"
 
 _BY_CODE: Mapping[grpc.StatusCode, type[ColossusError]] = {
     grpc.StatusCode.UNAUTHENTICATED: AuthenticationError,
@@ -147,6 +151,19 @@ def decode_retry_delay(trailing_metadata: object) -> float | None:
     return None
 
 
+def _response_too_large(code: grpc.StatusCode, message: str, reason: str | None) -> bool:
+    """Whether grpcio itself refused an inbound message over the channel's receive cap.
+
+    That refusal is local (C7): grpcio ends the call with ``RESOURCE_EXHAUSTED`` and its
+    own text, without the ``ErrorInfo`` every status of the worker carries.
+    """
+    return (
+        code is grpc.StatusCode.RESOURCE_EXHAUSTED
+        and reason is None
+        and _RESPONSE_OVER_CAP in message
+    )
+
+
 def map_status(
     code: grpc.StatusCode,
     message: str,
@@ -157,6 +174,14 @@ def map_status(
 ) -> ColossusError:
     """Maps one failed call to the SDK's hierarchy. The single source of that mapping."""
     reason, metadata = decode_error_info(trailing_metadata)
+    if _response_too_large(code, message, reason):
+        # A local refusal, as REQUEST_TOO_LARGE is: no status code, the same reason in
+        # every SDK.
+        return ResourceExhaustedError(
+            "a response is larger than the accepted response cap",
+            reason=LocalReason.RESPONSE_TOO_LARGE,
+            idempotency_key=idempotency_key,
+        )
     text = message or code.name.lower()
     if mutation and code in _AMBIGUOUS_FOR_MUTATIONS:
         return OutcomeUnknownError(
