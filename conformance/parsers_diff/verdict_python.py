@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from colossus_agent_client import ColossusError, CredentialError, SidecarError, TrustError
-from colossus_agent_client._sidecar import parse_reply
+from colossus_agent_client._sidecar_bootstrap import parse_reply
 from colossus_agent_client._transport._bearer import Bearer
 from colossus_agent_client._transport._certificate import parse_leaf_certificate
 from colossus_agent_client._transport._descriptor import parse_descriptor, parse_endpoint

@@ -18,13 +18,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
-import client as shared
 import colossus_agent_client as colossus
+import frames
+import steps
+import views
+from client import serve
 
 log = logging.getLogger("conformance-client")
 
 
-class AsyncCaseRun(shared.CaseState):
+class AsyncCaseRun(steps.CaseState):
     """Executes the steps of one case through ``AsyncClient`` instances."""
 
     def __init__(self, instruction: dict[str, Any], bearers: dict[str, str]):
@@ -38,16 +41,16 @@ class AsyncCaseRun(shared.CaseState):
             return self.clients[name]
         spec = self.connections[name]
         if spec["placement"] == "sidecar":
-            client = await colossus.AsyncClient.start_sidecar(shared.sidecar_options(spec))
+            client = await colossus.AsyncClient.start_sidecar(steps.sidecar_options(spec))
         else:
-            client = await colossus.AsyncClient.connect(shared.daemon_options(spec, self.provider(name)))
+            client = await colossus.AsyncClient.connect(steps.daemon_options(spec, self.provider(name)))
         self.clients[name] = client
         return client
 
     async def run(self) -> dict[str, Any]:
         for step in self.instruction["steps"]:
             with self.step(step) as report:
-                args = shared.resolve(step.get("args", {}), self.results)
+                args = steps.resolve(step.get("args", {}), self.results)
                 value, hooks = await self.perform(step["op"], args, report)
                 report["value"] = value
                 if hooks:
@@ -56,7 +59,7 @@ class AsyncCaseRun(shared.CaseState):
 
     async def wait_for_release(self, step: str) -> None:
         """Waits at a sync point on a thread, so the SDK's own tasks keep running meanwhile."""
-        await asyncio.to_thread(shared.wait_for_release, self.instruction["case"], step)
+        await asyncio.to_thread(frames.wait_for_release, self.instruction["case"], step)
 
     async def close(self) -> None:
         for client in self.clients.values():
@@ -83,47 +86,47 @@ class AsyncCaseRun(shared.CaseState):
             return {}, []
         client = await self.client(conn)
         if op == "connect":
-            return {"server_info": shared.server_info_view(client.server_info)}, []
+            return {"server_info": views.server_info_view(client.server_info)}, []
         if op == "create_run":
-            parts, kwargs = shared.create_arguments(args)
-            return shared.created_view(await client.runs.create(parts, **kwargs)), []
+            parts, kwargs = steps.create_arguments(args)
+            return views.created_view(await client.runs.create(parts, **kwargs)), []
         if op == "get_run":
-            return {"run": shared.run_view(await client.runs.get(args["run_id"]))}, []
+            return {"run": views.run_view(await client.runs.get(args["run_id"]))}, []
         if op == "cancel_run":
-            return {"run": shared.run_view(await client.runs.cancel(args["run_id"]))}, []
+            return {"run": views.run_view(await client.runs.cancel(args["run_id"]))}, []
         if op == "list_runs":
             return await self.list_runs(client, args, report), []
         if op == "watch":
             return await self.watch(client, args, report)
         if op == "wait_run":
-            run = await client.runs.wait(args["run_id"], **shared.wait_options(args))
-            return {"run": shared.run_view(run)}, []
+            run = await client.runs.wait(args["run_id"], **steps.wait_options(args))
+            return {"run": views.run_view(run)}, []
         if op == "text_stream":
-            texts = shared.TextTally(report)
-            async with client.runs.text_stream(args["run_id"], **shared.text_stream_options(args)) as stream:
+            texts = steps.TextTally(report)
+            async with client.runs.text_stream(args["run_id"], **steps.text_stream_options(args)) as stream:
                 async for text in stream:
                     texts.add(text)
             return texts.done(), []
         if op == "respond":
-            answer = shared.answer_for(args)
+            answer = steps.answer_for(args)
             run = await client.runs.respond(args["run_id"], args["interaction_id"], answer)
-            return {"run": shared.run_view(run)}, []
+            return {"run": views.run_view(run)}, []
         if op == "upload_artifact":
             artifact = await client.artifacts.upload(
-                shared.upload_bytes(args),
+                steps.upload_bytes(args),
                 media_type=args["media_type"],
                 display_name=args.get("display_name"),
             )
-            return {"artifact": shared.artifact_view(artifact)}, []
+            return {"artifact": views.artifact_view(artifact)}, []
         if op == "download_artifact":
-            return shared.downloaded_view(await client.artifacts.download(args["artifact_id"])), []
+            return views.downloaded_view(await client.artifacts.download(args["artifact_id"])), []
         raise KeyError(f"unsupported op {op}")
 
     async def list_runs(
         self, client: colossus.AsyncClient, args: dict[str, Any], report: dict[str, Any]
     ) -> dict[str, Any]:
-        pager = client.runs.list(**shared.list_filter(args))
-        tally = shared.PageTally(args, report)
+        pager = client.runs.list(**steps.list_filter(args))
+        tally = steps.PageTally(args, report)
         async for page in pager.pages():
             for script in tally.add(page):
                 tally.created((await client.runs.create(script)).run.run_id)
@@ -134,7 +137,7 @@ class AsyncCaseRun(shared.CaseState):
     async def watch(
         self, client: colossus.AsyncClient, args: dict[str, Any], report: dict[str, Any]
     ) -> tuple[dict[str, Any], list]:
-        tally = shared.WatchTally(args, report)
+        tally = steps.WatchTally(args, report)
         async with client.runs.watch(args["run_id"], **tally.options) as watch:
             try:
                 async for event in watch:
@@ -161,4 +164,4 @@ def run_async_case(message: dict[str, Any], bearers: dict[str, str]) -> dict[str
 
 
 if __name__ == "__main__":
-    sys.exit(shared.serve("python-async", run_async_case))
+    sys.exit(serve("python-async", run_async_case))

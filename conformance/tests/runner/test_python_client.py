@@ -14,7 +14,7 @@ GENERIC = {"ColossusError", "ApiError", "SidecarError", "ClientClosedError"}
 
 
 def load_client():
-    spec = importlib.util.spec_from_file_location("python_client", SUITE / "clients/python/client.py")
+    spec = importlib.util.spec_from_file_location("python_client", SUITE / "clients/python/errors.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

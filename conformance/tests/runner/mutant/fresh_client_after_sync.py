@@ -12,11 +12,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "clients" / "python"))
 
-import client as shared
+import client
+import steps
+from frames import wait_for_release
 
 
 def watch(self: Any, sdk_client: Any, args: dict[str, Any], report: dict[str, Any]) -> Any:
-    tally = shared.WatchTally(args, report)
+    tally = steps.WatchTally(args, report)
     options = dict(tally.options)
     while True:
         dropped = False
@@ -24,7 +26,7 @@ def watch(self: Any, sdk_client: Any, args: dict[str, Any], report: dict[str, An
             for event in stream:
                 stop = tally.add(event)
                 if tally.at_sync_point():
-                    shared.wait_for_release(self.instruction["case"], report["id"])
+                    wait_for_release(self.instruction["case"], report["id"])
                     options["after_sequence"] = event.sequence
                     dropped = True
                     break
@@ -37,7 +39,7 @@ def watch(self: Any, sdk_client: Any, args: dict[str, Any], report: dict[str, An
         sdk_client = self.client(args.get("conn"))
 
 
-original_perform = shared.CaseRun.perform
+original_perform = steps.CaseRun.perform
 
 
 def perform(self: Any, op: str, args: dict[str, Any], report: dict[str, Any]) -> Any:
@@ -47,8 +49,8 @@ def perform(self: Any, op: str, args: dict[str, Any], report: dict[str, Any]) ->
     return outcome
 
 
-shared.CaseRun.watch = watch
-shared.CaseRun.perform = perform
+steps.CaseRun.watch = watch
+steps.CaseRun.perform = perform
 
 if __name__ == "__main__":
-    sys.exit(shared.main())
+    sys.exit(client.main())

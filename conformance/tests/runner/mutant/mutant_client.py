@@ -102,4 +102,5 @@ else:
 
 client = Path(__file__).resolve().parents[3] / "clients" / "python" / "client.py"
 sys.argv[0] = str(client)
+sys.path.insert(0, str(client.parent))  # the client's own modules (steps, views, ...)
 runpy.run_path(str(client), run_name="__main__")

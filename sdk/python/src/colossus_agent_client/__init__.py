@@ -22,13 +22,11 @@ from ._errors import (
     DataLossError,
     DeadlineExceededError,
     DescriptorError,
-    ErrorReason,
     FailedPreconditionError,
     IdempotencyConflictError,
     IncompatibleServerError,
     InternalServerError,
     InvalidArgumentError,
-    LocalReason,
     NotFoundError,
     OutcomeUnknownError,
     PermissionDeniedError,
@@ -87,6 +85,7 @@ from ._models import (
 from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
 from ._outcome import AsyncTextStream, TextStream
 from ._pagination import AsyncRunPager, RunPager
+from ._reasons import ErrorReason, LocalReason
 from ._runs import AsyncRuns, Runs
 from ._watch import AsyncWatch, ReconnectInfo, Watch
 

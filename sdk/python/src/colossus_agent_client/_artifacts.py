@@ -15,18 +15,10 @@ import grpc
 
 from . import _convert
 from . import _models as m
-from ._connection import (
-    DEFAULT,
-    AsyncConnection,
-    SyncConnection,
-    mutation_error,
-    ready_async,
-    ready_sync,
-    retry_async,
-    retry_sync,
-)
+from ._connection import DEFAULT, AsyncConnection, SyncConnection, mutation_error
 from ._errors import ArtifactIntegrityError, ProtocolViolationError
 from ._requests import CAP_ARTIFACTS, check_id, check_manifest, require_capability
+from ._retry import ready_async, ready_sync, retry_async, retry_sync
 from ._transport._first_status import FirstStatus
 from ._watch import AsyncBackend, SyncBackend
 from .api.v1alpha1 import artifacts_pb2

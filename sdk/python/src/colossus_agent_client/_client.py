@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from ._artifacts import Artifacts, AsyncArtifacts
 from ._connection import (
@@ -22,11 +22,13 @@ from ._connection import (
 )
 from ._errors import ClientClosedError, ColossusError, SidecarError
 from ._models import DeploymentMode, ServerInfo
-from ._options import ClientOptions, DaemonOptions, RetryPolicy, SidecarOptions
+from ._options import DaemonOptions, RetryPolicy, SidecarOptions
 from ._runs import AsyncRuns, Runs
-from ._sidecar import BootstrapReply, SidecarProcess, SidecarSupervisor
+from ._sidecar import SidecarProcess, SidecarSupervisor
+from ._sidecar_bootstrap import BootstrapReply
 from ._transport._descriptor import discover
 from ._watch import AsyncWatch
+from ._with_options import AsyncOverride, SyncOverride, option_changes
 
 
 def _daemon_target(options: DaemonOptions) -> Target:
@@ -229,74 +231,6 @@ class _AsyncSidecarBackend:
         await asyncio.to_thread(self._supervisor.close)
 
 
-# --- per-client overrides (with_options) -------------------------------------------------
-
-
-class _ConnectionView:
-    """A connection seen with other default options (timeout, retry); all else shared."""
-
-    def __init__(self, connection: Any, options: ClientOptions) -> None:
-        self._connection = connection
-        self.options = options
-
-    def timeout(self, timeout: float | object | None) -> float | None:
-        if timeout is DEFAULT:
-            return self.options.timeout
-        return cast("float | None", timeout)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._connection, name)
-
-
-class _SyncOverride:
-    def __init__(self, inner: Any, changes: dict[str, Any]) -> None:
-        self._inner = inner
-        self._changes = changes
-
-    def connection(self) -> SyncConnection:
-        conn = self._inner.connection()
-        view = _ConnectionView(conn, dataclasses.replace(conn.options, **self._changes))
-        return cast(SyncConnection, view)
-
-    def close(self) -> None:
-        self._inner.close()
-
-
-class _AsyncOverride:
-    def __init__(self, inner: Any, changes: dict[str, Any]) -> None:
-        self._inner = inner
-        self._changes = changes
-
-    @property
-    def _connection(self) -> AsyncConnection | None:
-        return cast("AsyncConnection | None", self._inner._connection)
-
-    @property
-    def watches(self) -> weakref.WeakSet[AsyncWatch]:
-        return cast("weakref.WeakSet[AsyncWatch]", self._inner.watches)
-
-    async def connection(self) -> AsyncConnection:
-        conn = await self._inner.connection()
-        view = _ConnectionView(conn, dataclasses.replace(conn.options, **self._changes))
-        return cast(AsyncConnection, view)
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-
-def _changes(timeout: float | object | None, retry: RetryPolicy | None) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    if timeout is not DEFAULT:
-        if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
-            raise TypeError("timeout must be a positive number of seconds or None")
-        changes["timeout"] = timeout
-    if retry is not None:
-        if not isinstance(retry, RetryPolicy):
-            raise TypeError(f"retry must be a RetryPolicy, not {type(retry).__name__}")
-        changes["retry"] = retry
-    return changes
-
-
 # --- clients ----------------------------------------------------------------------------
 
 
@@ -315,7 +249,7 @@ class Client:
 
     def __init__(
         self,
-        backend: _SyncDaemonBackend | _SyncSidecarBackend | _SyncOverride,
+        backend: _SyncDaemonBackend | _SyncSidecarBackend | SyncOverride,
         options: DaemonOptions | SidecarOptions,
     ) -> None:
         self._backend = backend
@@ -406,9 +340,9 @@ class Client:
             TypeError: ``timeout`` is not a positive number or ``None``, or ``retry`` is
                 not a :class:`RetryPolicy`.
         """
-        changes = _changes(timeout, retry)
+        changes = option_changes(timeout, retry)
         options = dataclasses.replace(self._options, **changes)
-        return Client(_SyncOverride(self._backend, changes), options)
+        return Client(SyncOverride(self._backend, changes), options)
 
     def close(self) -> None:
         """Closes the channel; for a sidecar, also stops the worker's process group.
@@ -446,7 +380,7 @@ class AsyncClient:
 
     def __init__(
         self,
-        backend: _AsyncDaemonBackend | _AsyncSidecarBackend | _AsyncOverride,
+        backend: _AsyncDaemonBackend | _AsyncSidecarBackend | AsyncOverride,
         options: DaemonOptions | SidecarOptions,
     ) -> None:
         self._backend = backend
@@ -490,9 +424,9 @@ class AsyncClient:
         self, *, timeout: float | object | None = DEFAULT, retry: RetryPolicy | None = None
     ) -> AsyncClient:
         """See :meth:`Client.with_options`."""
-        changes = _changes(timeout, retry)
+        changes = option_changes(timeout, retry)
         options = dataclasses.replace(self._options, **changes)
-        return AsyncClient(_AsyncOverride(self._backend, changes), options)
+        return AsyncClient(AsyncOverride(self._backend, changes), options)
 
     @property
     def server_info(self) -> ServerInfo:

@@ -26,9 +26,9 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, TypeVar
 
 import grpc
 import grpc.aio
@@ -36,18 +36,13 @@ from google.protobuf.message import Message
 
 from . import _convert
 from ._credentials import CredentialProvider, load_bearer
-from ._errors import (
-    ColossusError,
-    IncompatibleServerError,
-    LocalReason,
-    TransportError,
-    TrustError,
-    from_rpc_error,
-    is_retryable_code,
-)
+from ._errors import ColossusError, IncompatibleServerError, TransportError, TrustError
 from ._models import DeploymentMode, ServerInfo
 from ._options import ClientOptions, RetryPolicy
+from ._reasons import LocalReason
 from ._request_cap import RequestCap, capped, capped_async
+from ._retry import refusal_or, retry_async, retry_sync
+from ._status import from_rpc_error
 from ._transport import _channel
 from ._transport._bearer import Bearer, CallMetadata
 from ._transport._certificate import LeafCertificate
@@ -71,9 +66,6 @@ _POLL_SECONDS: Final = 0.25
 # How often a connect's GetServerInfo, waiting for a ready channel, looks whether nothing
 # listens any more (see connect_ended).
 _CONNECT_WATCH_SECONDS: Final = 0.05
-# How long a retry's wait for the channel trusts one connection before asking the backend
-# again (a sidecar backend may have replaced it meanwhile).
-_READY_SLICE_SECONDS: Final = 1.0
 
 T = TypeVar("T")
 
@@ -174,13 +166,6 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session(endpoint={self.target.endpoint}, instance={self.server_info.instance_id})"
-
-
-def refusal_or(error: ColossusError, refusal: TrustError | None) -> ColossusError:
-    """The relay's refusal when ``error`` is the ``UNAVAILABLE`` it caused, else ``error``."""
-    if refusal is not None and error.code is grpc.StatusCode.UNAVAILABLE:
-        return refusal
-    return error
 
 
 def call_metadata(bearer: Bearer, trace_context: object = None) -> _channel.Metadata:
@@ -423,56 +408,6 @@ def connect_sync(
     return SyncConnection(target, bearer, options, info, channel, relay)
 
 
-def _next_delay(
-    error: ColossusError, delays: Iterator[float], policy: RetryPolicy, first_failure: float
-) -> float | None:
-    """The delay before the next retry, or None when the error or a budget forbids one."""
-    if not is_retryable_code(error.code):
-        return None
-    delay = next(delays, None)
-    remaining = policy.remaining(first_failure, time.monotonic())
-    if delay is None or (remaining is not None and remaining <= delay):
-        return None
-    return delay
-
-
-def retry_sync(
-    attempt: Callable[[], T],
-    policy: RetryPolicy,
-    *,
-    what: str,
-    on_retry: Callable[[], None] | None = None,
-    ready: Callable[[float | None], bool] | None = None,
-    refusal: Callable[[], TrustError | None] | None = None,
-) -> T:
-    """Runs a read, retrying only ``UNAVAILABLE`` under ``policy``.
-
-    ``ready(timeout)`` waits for the channel before each retry, within what is left of
-    ``policy.max_elapsed``, so attempts are not spent while the worker is unreachable.
-    ``refusal()`` (by default the one ``ready`` carries) names a relay refusal that
-    replaces ``UNAVAILABLE``.
-    """
-    delays = policy.delays()
-    first_failure: float | None = None
-    refusal = refusal or getattr(ready, "refusal", None)
-    while True:
-        try:
-            return attempt()
-        except grpc.RpcError as exc:
-            error = refusal_or(from_rpc_error(exc), refusal() if refusal else None)
-            if first_failure is None:
-                first_failure = time.monotonic()
-            delay = _next_delay(error, delays, policy, first_failure)
-            if delay is None:
-                raise error from None
-            log.info("%s unavailable; retrying in %.2f s", what, delay)
-            time.sleep(delay)
-            if on_retry is not None:
-                on_retry()
-            if ready is not None and not ready(policy.remaining(first_failure, time.monotonic())):
-                raise error from None
-
-
 def call_mutation_sync(
     method: Callable[..., T],
     request: Message,
@@ -638,35 +573,6 @@ async def connect_async(
     return AsyncConnection(target, bearer, options, info, channel, relay)
 
 
-async def retry_async(
-    attempt: Callable[[], Awaitable[T]],
-    policy: RetryPolicy,
-    *,
-    what: str,
-    ready: Callable[[float | None], Awaitable[bool]] | None = None,
-    refusal: Callable[[], Awaitable[TrustError | None]] | None = None,
-) -> T:
-    """The async twin of :func:`retry_sync`."""
-    delays = policy.delays()
-    first_failure: float | None = None
-    refusal = refusal or getattr(ready, "refusal", None)
-    while True:
-        try:
-            return await attempt()
-        except grpc.RpcError as exc:
-            error = refusal_or(from_rpc_error(exc), await refusal() if refusal else None)
-            if first_failure is None:
-                first_failure = time.monotonic()
-            delay = _next_delay(error, delays, policy, first_failure)
-            if delay is None:
-                raise error from None
-            log.info("%s unavailable; retrying in %.2f s", what, delay)
-            await asyncio.sleep(delay)
-            remaining = policy.remaining(first_failure, time.monotonic())
-            if ready is not None and not await ready(remaining):
-                raise error from None
-
-
 async def call_mutation_async(
     method: Callable[..., Awaitable[T]],
     request: Message,
@@ -707,77 +613,6 @@ def mutation_error(
     if refused_before is not None and session.trust_refusal() is refused_before:
         return refusal_or(from_rpc_error(exc), refused_before)
     return error
-
-
-class _SyncSource(Protocol):
-    def connection(self) -> SyncConnection: ...
-
-
-class _AsyncSource(Protocol):
-    async def connection(self) -> AsyncConnection: ...
-
-
-def _ready_slices(timeout: float | None) -> Iterator[float]:
-    """The lengths of the slices a retry's wait for the channel is cut into.
-
-    The backend is asked for its connection again before each slice, so a sidecar whose
-    exit is noticed during the wait is replaced, instead of the read waiting out its whole
-    budget on the dead worker's channel.
-    """
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = _READY_SLICE_SECONDS if deadline is None else deadline - time.monotonic()
-        if left <= 0:
-            return
-        yield min(left, _READY_SLICE_SECONDS)
-
-
-class _ReadySync:
-    """A ``ready`` callback for :func:`retry_sync` that also names the relay's refusal."""
-
-    def __init__(self, backend: _SyncSource) -> None:
-        self._backend = backend
-
-    def __call__(self, timeout: float | None) -> bool:
-        for wait in _ready_slices(timeout):
-            started = time.monotonic()
-            if self._backend.connection().wait_ready(wait):
-                return True
-            if time.monotonic() - started < wait / 2:
-                return False  # the channel closed under the wait: nothing to wait for
-        return False
-
-    def refusal(self) -> TrustError | None:
-        return self._backend.connection().trust_refusal()
-
-
-class _ReadyAsync:
-    """The asyncio twin of :class:`_ReadySync`."""
-
-    def __init__(self, backend: _AsyncSource) -> None:
-        self._backend = backend
-
-    async def __call__(self, timeout: float | None) -> bool:
-        for wait in _ready_slices(timeout):
-            started = time.monotonic()
-            if await (await self._backend.connection()).wait_ready(wait):
-                return True
-            if time.monotonic() - started < wait / 2:
-                return False  # the channel closed under the wait: nothing to wait for
-        return False
-
-    async def refusal(self) -> TrustError | None:
-        return (await self._backend.connection()).trust_refusal()
-
-
-def ready_sync(backend: _SyncSource) -> Callable[[float | None], bool]:
-    """A ``ready`` callback for :func:`retry_sync` over the backend's current channel."""
-    return _ReadySync(backend)
-
-
-def ready_async(backend: _AsyncSource) -> Callable[[float | None], Awaitable[bool]]:
-    """A ``ready`` callback for :func:`retry_async` over the backend's current channel."""
-    return _ReadyAsync(backend)
 
 
 def wrap_unexpected(exc: BaseException) -> ColossusError:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ._errors import CredentialError, LocalReason
+from ._errors import CredentialError
+from ._reasons import LocalReason
 from ._transport._bearer import Bearer
 
 

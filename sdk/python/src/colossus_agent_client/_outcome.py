@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
+from typing import Generic, TypeVar
 
 from ._errors import ClientClosedError
 from ._models import OutputDelta, Run
@@ -40,21 +41,13 @@ async def wait_async(watch: AsyncWatch) -> Run:
         return _confirmed(watch.final_run, watch.run_id)
 
 
-class TextStream:
-    """The run's output text, one piece per ``OutputDelta`` event, in order.
+W = TypeVar("W", Watch, AsyncWatch)
 
-    Created by ``client.runs.text_stream(run_id)``. Iterate it for ``str`` pieces; it
-    ends after the run's terminal event. Every other event is skipped, with the same
-    delivery rules and errors as :class:`Watch`. Use it as a context manager (or call
-    :meth:`close`) to stop early; the run keeps going. Once the iteration ends by itself,
-    :attr:`final_run` is the ended run (its status and result).
 
-    Args:
-        watch: the :class:`Watch` it reads (``runs.text_stream`` makes both).
-    """
+class _TextStreamBase(Generic[W]):
+    """What both text streams share: the watch they read and what it tells of the run."""
 
-    def __init__(self, watch: Watch) -> None:
-        self._watch = watch
+    _watch: W
 
     @property
     def run_id(self) -> str:
@@ -70,6 +63,23 @@ class TextStream:
     def final_run(self) -> Run | None:
         """The ended run, once the iteration ended by itself; ``None`` before."""
         return self._watch.final_run
+
+
+class TextStream(_TextStreamBase[Watch]):
+    """The run's output text, one piece per ``OutputDelta`` event, in order.
+
+    Created by ``client.runs.text_stream(run_id)``. Iterate it for ``str`` pieces; it
+    ends after the run's terminal event. Every other event is skipped, with the same
+    delivery rules and errors as :class:`Watch`. Use it as a context manager (or call
+    :meth:`close`) to stop early; the run keeps going. Once the iteration ends by itself,
+    :attr:`final_run` is the ended run (its status and result).
+
+    Args:
+        watch: the :class:`Watch` it reads (``runs.text_stream`` makes both).
+    """
+
+    def __init__(self, watch: Watch) -> None:
+        self._watch = watch
 
     def __iter__(self) -> Iterator[str]:
         """The text pieces, in order; iterating again continues where it stopped."""
@@ -95,7 +105,7 @@ class TextStream:
         self._watch.close()
 
 
-class AsyncTextStream:
+class AsyncTextStream(_TextStreamBase[AsyncWatch]):
     """The asyncio twin of :class:`TextStream`: ``async for text in stream``.
 
     Args:
@@ -104,21 +114,6 @@ class AsyncTextStream:
 
     def __init__(self, watch: AsyncWatch) -> None:
         self._watch = watch
-
-    @property
-    def run_id(self) -> str:
-        """The run whose text this is."""
-        return self._watch.run_id
-
-    @property
-    def last_sequence(self) -> int:
-        """The sequence of the last event read (the resume cursor of a later watch)."""
-        return self._watch.last_sequence
-
-    @property
-    def final_run(self) -> Run | None:
-        """The ended run, once the iteration ended by itself; ``None`` before."""
-        return self._watch.final_run
 
     async def __aiter__(self) -> AsyncIterator[str]:
         """The text pieces, in order; iterating again continues where it stopped."""

@@ -17,20 +17,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from . import _convert
 from . import _models as m
 from ._coerce import enum_arg, enum_args
-from ._connection import (
-    DEFAULT,
-    Session,
-    call_mutation_async,
-    call_mutation_sync,
-    ready_async,
-    ready_sync,
-    retry_async,
-    retry_sync,
-)
-from ._errors import ColossusError, ErrorReason, InvalidArgumentError, ResourceExhaustedError
+from ._connection import DEFAULT, Session, call_mutation_async, call_mutation_sync
+from ._errors import ColossusError, InvalidArgumentError, ResourceExhaustedError
 from ._options import RetryPolicy
 from ._outcome import AsyncTextStream, TextStream, wait_async, wait_sync
 from ._pagination import AsyncRunPager, RunPager
+from ._rate_limit import check_rate_limit_retries, rate_limit_wait
 from ._requests import (
     Answer,
     InputLike,
@@ -41,6 +33,7 @@ from ._requests import (
     check_idempotency_key,
     new_idempotency_key,
 )
+from ._retry import ready_async, ready_sync, retry_async, retry_sync
 from ._watch import AsyncBackend, AsyncWatch, OnReconnect, SyncBackend, Watch
 from .api.v1alpha1 import run_service_pb2
 
@@ -142,34 +135,6 @@ def _check_page_token(token: str) -> str:
     return token
 
 
-def _check_rate_limit_retries(value: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10:
-        raise InvalidArgumentError(
-            "rate_limit_retries must be an integer from 0 to 10",
-            reason="FIELD_INVALID",
-            metadata={"field": "rate_limit_retries"},
-        )
-    return value
-
-
-def _rate_limit_wait(error: ResourceExhaustedError, info: m.ServerInfo) -> float | None:
-    """Seconds until the worker's create buckets hold a token again, or None if the
-    refusal was not about the create rate (other limits do not refill on a timer).
-
-    The worker's ``RetryInfo`` delay when it sent one; otherwise one refill period of the
-    slower advertised bucket."""
-    if error.reason != ErrorReason.CREATE_RATE_LIMIT:
-        return None
-    if error.retry_delay is not None:
-        return error.retry_delay
-    rates = [
-        bucket.refill_per_second
-        for bucket in (info.limits.create_rate, info.limits.create_rate_per_application)
-        if bucket.refill_per_second > 0
-    ]
-    return 1.0 / min(rates) if rates else 1.0
-
-
 def _key(idempotency_key: str | None) -> str:
     return (
         check_idempotency_key(idempotency_key)
@@ -245,7 +210,7 @@ class Runs:
         key = _key(idempotency_key)
         # Every refusal of the create carries its key, a local one before the request too.
         with _carrying(key):
-            retries = _check_rate_limit_retries(rate_limit_retries)
+            retries = check_rate_limit_retries(rate_limit_retries)
             mode = enum_arg(mode, m.RunMode, "mode")
             conn = self._backend.connection()
             request = _create_request(
@@ -269,7 +234,7 @@ class Runs:
                 )
                 return _created(response, key)
             except ResourceExhaustedError as exc:
-                wait = _rate_limit_wait(exc, conn.server_info) if retries else None
+                wait = rate_limit_wait(exc, conn.server_info) if retries else None
                 if wait is None:
                     raise
                 retries -= 1
@@ -574,7 +539,7 @@ class AsyncRuns:
         key = _key(idempotency_key)
         # Every refusal of the create carries its key, a local one before the request too.
         with _carrying(key):
-            retries = _check_rate_limit_retries(rate_limit_retries)
+            retries = check_rate_limit_retries(rate_limit_retries)
             mode = enum_arg(mode, m.RunMode, "mode")
             conn = await self._backend.connection()
             request = _create_request(
@@ -598,7 +563,7 @@ class AsyncRuns:
                 )
                 return _created(response, key)
             except ResourceExhaustedError as exc:
-                wait = _rate_limit_wait(exc, conn.server_info) if retries else None
+                wait = rate_limit_wait(exc, conn.server_info) if retries else None
                 if wait is None:
                     raise
                 retries -= 1

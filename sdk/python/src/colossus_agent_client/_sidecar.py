@@ -2,8 +2,9 @@
 
 The worker is started with ``posix_spawn`` (no shell) in its own process group, with the
 bootstrap pipes placed at descriptors 3 and 4. Nothing secret goes into argv or the
-environment. The reply is validated member by member with the same rules as a daemon's
-discovery files; the bearer stays in memory. An unexpected exit is restarted at most
+environment. The bootstrap exchange (``_sidecar_bootstrap.py``) validates the reply member
+by member with the same rules as a daemon's discovery files; the bearer stays in memory.
+An unexpected exit is restarted at most
 ``max_restarts`` times with backoff, lazily, by the next call that needs the worker; a
 request in flight when the worker died is never replayed. ``close()`` ends the process
 group.
@@ -13,83 +14,27 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
-import select
 import shutil
 import signal
 import stat
-import struct
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ._errors import (
-    CertificateError,
-    CredentialError,
-    DescriptorError,
-    LocalReason,
-    PinMismatchError,
-    SidecarError,
-)
+from ._errors import SidecarError
 from ._models import DeploymentMode
 from ._options import SidecarOptions
-from ._transport._bearer import Bearer
-from ._transport._certificate import LeafCertificate, parse_leaf_certificate
-from ._transport._descriptor import (
-    API_VERSION,
-    MAX_CERTIFICATE_BYTES,
-    Endpoint,
-    is_opaque_id,
-    is_pin,
-    load_json_object,
-    parse_endpoint,
-)
+from ._reasons import LocalReason
+from ._sidecar_bootstrap import BootstrapReply, encode_request, read_reply
 
 log = logging.getLogger("colossus_agent_client.sidecar")
 
-MAX_FRAME: Final = 65_536
-BOOTSTRAP_VERSION: Final = 1
-_REPLY_KEYS: Final = frozenset(
-    {
-        "version",
-        "endpoint",
-        "instance_id",
-        "api_version",
-        "certificate_sha256",
-        "certificate_pem",
-        "credential_id",
-        "bearer",
-    }
-)
-_ERROR_CODE_MAX: Final = 64
-_ERROR_MESSAGE_MAX: Final = 512
 # How long a failed connect waits to learn whether the worker exited (see died_while_connecting).
 EXIT_NOTICE_GRACE: Final = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapReply:
-    """A validated bootstrap reply. ``repr`` never shows the bearer."""
-
-    endpoint: Endpoint
-    instance_id: str
-    certificate: LeafCertificate
-    credential_id: str
-    bearer: Bearer
-
-
-def encode_frame(obj: dict[str, object]) -> bytes:
-    body = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    if len(body) > MAX_FRAME:
-        raise SidecarError(
-            "the bootstrap request is larger than 64 KiB", reason=LocalReason.BOOTSTRAP_TOO_LARGE
-        )
-    return struct.pack(">I", len(body)) + body
 
 
 def program_not_found(executable: str) -> SidecarError:
@@ -100,100 +45,6 @@ def program_not_found(executable: str) -> SidecarError:
         "or set SidecarOptions.executable to its absolute path",
         reason=LocalReason.SIDECAR_PROGRAM_NOT_FOUND,
         metadata={"program": executable},
-    )
-
-
-def _safe_token(value: object, limit: int) -> str:
-    text = value if isinstance(value, str) else ""
-    return "".join(c if c.isprintable() else "?" for c in text[:limit])
-
-
-def parse_reply(body: bytes) -> BootstrapReply:
-    """Validates one reply frame's body (everything, before anything is used)."""
-    try:
-        obj = load_json_object(body, what="the bootstrap reply", error=SidecarError)
-    except SidecarError as exc:
-        raise SidecarError(exc.message, reason=LocalReason.BOOTSTRAP_MALFORMED) from None
-    # ``type(...) is int``: 1.0 and True compare equal to 1 but are not the integer 1.
-    version = obj.get("version")
-    if type(version) is not int or version != BOOTSTRAP_VERSION:
-        raise SidecarError(
-            "the bootstrap reply has an unknown version",
-            reason=LocalReason.BOOTSTRAP_MALFORMED,
-            metadata={"field": "version"},
-        )
-    if "error" in obj:
-        error = obj["error"]
-        if set(obj) != {"version", "error"} or not isinstance(error, dict):
-            raise SidecarError(
-                "the bootstrap error reply is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
-            )
-        code = _safe_token(error.get("code"), _ERROR_CODE_MAX) or "unknown"
-        message = _safe_token(error.get("message"), _ERROR_MESSAGE_MAX)
-        raise SidecarError(
-            f"the sidecar refused to start: {message}",
-            reason=LocalReason.BOOTSTRAP_REFUSED,
-            metadata={"code": code},
-        )
-    if set(obj) != _REPLY_KEYS:
-        unknown, missing = sorted(set(obj) - _REPLY_KEYS), sorted(_REPLY_KEYS - set(obj))
-        raise SidecarError(
-            f"the bootstrap reply members are wrong (unknown: {unknown}, missing: {missing})",
-            reason=LocalReason.BOOTSTRAP_MALFORMED,
-        )
-    try:
-        endpoint = parse_endpoint(obj["endpoint"])
-    except DescriptorError as exc:
-        raise SidecarError(
-            exc.message, reason=LocalReason.BOOTSTRAP_MALFORMED, metadata={"field": "endpoint"}
-        ) from None
-    if not is_opaque_id(obj["instance_id"]):
-        raise SidecarError(
-            "the bootstrap instance_id is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
-        )
-    if not is_opaque_id(obj["credential_id"]):
-        raise SidecarError(
-            "the bootstrap credential_id is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
-        )
-    if obj["api_version"] != API_VERSION:
-        raise SidecarError(
-            "the bootstrap api_version is not v1alpha1", reason=LocalReason.BOOTSTRAP_MALFORMED
-        )
-    pin = obj["certificate_sha256"]
-    if not is_pin(pin):
-        raise SidecarError(
-            "the bootstrap certificate_sha256 is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
-        )
-    pem = obj["certificate_pem"]
-    # The cap of the daemon's certificate.pem holds for the reply's copy too.
-    if not isinstance(pem, str) or not pem.isascii() or len(pem) > MAX_CERTIFICATE_BYTES:
-        raise SidecarError(
-            "the bootstrap certificate_pem is malformed", reason=LocalReason.BOOTSTRAP_MALFORMED
-        )
-    try:
-        certificate = parse_leaf_certificate(pem.encode("ascii"), endpoint_host=endpoint.host)
-    except CertificateError as exc:
-        raise SidecarError(
-            exc.message,
-            reason=LocalReason.BOOTSTRAP_MALFORMED,
-            metadata={"field": "certificate_pem"},
-        ) from None
-    if certificate.sha256 != pin:
-        raise PinMismatchError("the bootstrap certificate does not hash to its pin")
-    try:
-        bearer = Bearer(obj["bearer"])
-    except CredentialError:
-        raise SidecarError(
-            "the bootstrap bearer is malformed",
-            reason=LocalReason.BOOTSTRAP_MALFORMED,
-            metadata={"field": "bearer"},
-        ) from None
-    return BootstrapReply(
-        endpoint=endpoint,
-        instance_id=str(obj["instance_id"]),
-        certificate=certificate,
-        credential_id=str(obj["credential_id"]),
-        bearer=bearer,
     )
 
 
@@ -208,28 +59,6 @@ def _check_state_dir(path: Path) -> None:
             "state_dir must be a directory owned by this user with mode 0700",
             reason=LocalReason.STATE_DIR_INVALID,
         )
-
-
-def _read_exact(fd: int, size: int, deadline: float) -> bytes:
-    chunks: list[bytes] = []
-    remaining = size
-    while remaining:
-        wait = deadline - time.monotonic()
-        if wait <= 0:
-            raise SidecarError(
-                "the sidecar did not answer in time", reason=LocalReason.BOOTSTRAP_TIMEOUT
-            )
-        ready, _, _ = select.select([fd], [], [], wait)
-        if not ready:
-            continue
-        chunk = os.read(fd, remaining)
-        if not chunk:
-            raise SidecarError(
-                "the sidecar closed the bootstrap pipe early", reason=LocalReason.BOOTSTRAP_EOF
-            )
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 def _high_fd(fd: int) -> int:
@@ -294,18 +123,7 @@ class SidecarProcess:
             "--bootstrap-out-fd",
             "4",
         ]
-        request = encode_frame(
-            {
-                "version": BOOTSTRAP_VERSION,
-                "state_dir": str(state_dir),
-                "application_id": options.application_id,
-                "grant": {
-                    "scopes": list(options.scopes),
-                    "roles": list(options.roles),
-                    "tools": list(options.tools),
-                },
-            }
-        )
+        request = encode_request(options, state_dir)
         in_read, in_write = (_high_fd(fd) for fd in os.pipe())
         out_read, out_write = (_high_fd(fd) for fd in os.pipe())
         # Every source descriptor sits at 10 or above, so no dup2 below can overwrite a
@@ -338,14 +156,7 @@ class SidecarProcess:
         log.info("started sidecar worker pid=%d", pid)
         try:
             os.write(in_write, request)
-            deadline = time.monotonic() + options.startup_timeout
-            (length,) = struct.unpack(">I", _read_exact(out_read, 4, deadline))
-            if length > MAX_FRAME:
-                raise SidecarError(
-                    "the bootstrap reply is larger than 64 KiB",
-                    reason=LocalReason.BOOTSTRAP_MALFORMED,
-                )
-            reply = parse_reply(_read_exact(out_read, length, deadline))
+            reply = read_reply(out_read, time.monotonic() + options.startup_timeout)
         except BaseException as exc:
             os.close(out_read)
             _terminate_group(pid, in_write, options.shutdown_grace)

@@ -22,24 +22,12 @@ import grpc.aio
 from google.protobuf.message import DecodeError
 
 from . import _convert
-from ._connection import (
-    AsyncConnection,
-    SyncConnection,
-    ready_async,
-    ready_sync,
-    retry_async,
-    retry_sync,
-)
-from ._errors import (
-    ColossusError,
-    ProtocolViolationError,
-    TransportError,
-    WatchIdleTimeoutError,
-    from_rpc_error,
-    is_retryable_code,
-)
+from ._connection import AsyncConnection, SyncConnection
+from ._errors import ColossusError, ProtocolViolationError, TransportError, WatchIdleTimeoutError
 from ._models import Run, RunEvent
 from ._options import RetryPolicy
+from ._retry import ready_async, ready_sync, retry_async, retry_sync
+from ._status import from_rpc_error, is_retryable_code
 from ._transport._stream_reader import messages
 from ._watch_core import DELIVER, CloseAction, Resume, WatchCore
 from .api.v1alpha1 import run_service_pb2, runs_pb2
@@ -317,7 +305,9 @@ class Watch:
             ready=ready_sync(self._backend),
         )
 
-    def _pause(self, resume: Resume | None, cause: ColossusError | None) -> None:
+    def _pause(self, resume: Resume | None, cause: ColossusError | None) -> int:
+        """Waits as the core's resume plan says; returns the plan's cursor, which the
+        reopened stream starts after (never another: the plan is the one resume rule)."""
         if resume is None:
             raise _exhausted(cause)
         info = _reconnect_info(self._core, resume, cause)
@@ -335,17 +325,21 @@ class Watch:
         # budget instead of spending reconnect attempts on refused connections.
         if not self._closed and not self._backend.connection().wait_ready(resume.ready_timeout):
             raise _exhausted(cause)
+        return resume.after_sequence
 
     def _events(self) -> Iterator[RunEvent]:
         core = self._core
         admit_next, delta_event, decode = core.admit_next, _convert.output_delta_event, _decode
         watchdog = _IdleWatchdog(self._idle_timeout) if self._idle_timeout else None
         closing_get_run: Any = None
+        # The first stream starts after the last delivered event; a reopened one after the
+        # cursor of the core's resume plan (see _pause).
+        after_sequence = core.last_sequence
         try:
             while not self._closed:
                 conn = self._backend.connection()
                 request = run_service_pb2.WatchRunRequest(
-                    run_id=core.run_id, after_sequence=core.last_sequence
+                    run_id=core.run_id, after_sequence=after_sequence
                 )
                 call: Any = conn.watch_run_encoded(request, metadata=conn.metadata())
                 self._call = call
@@ -385,7 +379,7 @@ class Watch:
                         self._backend.connection()
                     if not is_retryable_code(error.code):
                         raise error from None
-                    self._pause(core.on_retryable_failure(), error)
+                    after_sequence = self._pause(core.on_retryable_failure(), error)
                     continue
                 finally:
                     self._call = None
@@ -398,7 +392,7 @@ class Watch:
                 if core.on_clean_close(confirmed) is CloseAction.COMPLETE:
                     self._final_run = confirmed
                     return
-                self._pause(core.on_retryable_failure(), None)
+                after_sequence = self._pause(core.on_retryable_failure(), None)
         finally:
             if closing_get_run is not None:
                 closing_get_run.cancel()
@@ -534,7 +528,8 @@ class AsyncWatch:
             attempt, self._policy, what="GetRun", ready=ready_async(self._backend)
         )
 
-    async def _pause(self, resume: Resume | None, cause: ColossusError | None) -> None:
+    async def _pause(self, resume: Resume | None, cause: ColossusError | None) -> int:
+        """See ``Watch._pause``: returns the cursor of the core's resume plan."""
         if resume is None:
             raise _exhausted(cause)
         info = _reconnect_info(self._core, resume, cause)
@@ -552,17 +547,20 @@ class AsyncWatch:
             connection = await self._backend.connection()
             if not await connection.wait_ready(resume.ready_timeout):
                 raise _exhausted(cause)
+        return resume.after_sequence
 
     async def _events(self) -> AsyncIterator[RunEvent]:
         core = self._core
         admit_next, delta_event, decode = core.admit_next, _convert.output_delta_event, _decode
         idle = self._idle_timeout
         closing_get_run: Any = None
+        # As in Watch._events: the plan's cursor for every reopened stream.
+        after_sequence = core.last_sequence
         try:
             while not self._closed:
                 conn = await self._backend.connection()
                 request = run_service_pb2.WatchRunRequest(
-                    run_id=core.run_id, after_sequence=core.last_sequence
+                    run_id=core.run_id, after_sequence=after_sequence
                 )
                 call: Any = conn.watch_run_encoded(request, metadata=conn.metadata())
                 self._call = call
@@ -600,7 +598,7 @@ class AsyncWatch:
                     error = from_rpc_error(exc)
                     if not is_retryable_code(error.code):
                         raise error from None
-                    await self._pause(core.on_retryable_failure(), error)
+                    after_sequence = await self._pause(core.on_retryable_failure(), error)
                     continue
                 finally:
                     self._call = None
@@ -612,7 +610,7 @@ class AsyncWatch:
                 if core.on_clean_close(confirmed) is CloseAction.COMPLETE:
                     self._final_run = confirmed
                     return
-                await self._pause(core.on_retryable_failure(), None)
+                after_sequence = await self._pause(core.on_retryable_failure(), None)
         finally:
             if closing_get_run is not None:
                 closing_get_run.cancel()

@@ -6,7 +6,7 @@ import grpc
 import pytest
 
 import colossus_agent_client as colossus
-from colossus_agent_client._errors import map_status
+from colossus_agent_client._status import map_status
 from fake_worker import status_details
 
 
@@ -145,3 +145,27 @@ def test_a_malformed_provisioned_identity_is_field_invalid() -> None:
             colossus.DaemonOptions(**options)  # type: ignore[arg-type]
         assert info.value.reason == "FIELD_INVALID"
         assert info.value.metadata["field"] == field
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Received message larger than max (6050 vs. 4096)",
+        "Stream removed (CLIENT: Received message larger than max (10003 vs. 4096))",
+    ],
+)
+@pytest.mark.parametrize("mutation", [False, True])
+def test_grpcios_refusal_of_a_response_over_the_cap_is_local(text: str, mutation: bool) -> None:
+    error = map_status(grpc.StatusCode.RESOURCE_EXHAUSTED, text, (), mutation=mutation)
+    assert type(error) is colossus.ResourceExhaustedError
+    assert error.code is None
+    assert error.reason == colossus.LocalReason.RESPONSE_TOO_LARGE == "RESPONSE_TOO_LARGE"
+    assert str(error).startswith("a response is larger than the accepted response cap")
+    assert not error.retryable
+
+
+def test_the_workers_resource_exhausted_is_not_a_response_over_the_cap() -> None:
+    trailers = _trailers(grpc.StatusCode.RESOURCE_EXHAUSTED, "WATCH_LIMIT")
+    text = "Received message larger than max (the worker's words)"
+    error = map_status(grpc.StatusCode.RESOURCE_EXHAUSTED, text, trailers)
+    assert (error.code, error.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "WATCH_LIMIT")

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colossus_agent_client as colossus
-from colossus_agent_client._sidecar import parse_reply
+from colossus_agent_client._sidecar_bootstrap import parse_reply
 from colossus_agent_client._transport._bearer import Bearer
 from colossus_agent_client._transport._certificate import parse_leaf_certificate, validate_leaf_der
 from colossus_agent_client._transport._descriptor import parse_descriptor

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from colossus_agent_client._connection import ready_async, ready_sync
+from colossus_agent_client._retry import ready_async, ready_sync
 
 
 class _DeadChannel:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import colossus_agent_client as colossus
-from colossus_agent_client._sidecar import parse_reply
+from colossus_agent_client._sidecar_bootstrap import parse_reply
 
 TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"

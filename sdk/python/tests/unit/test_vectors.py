@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from colossus_agent_client import CredentialError, SidecarError, TrustError
-from colossus_agent_client._sidecar import parse_reply
+from colossus_agent_client._sidecar_bootstrap import parse_reply
 from colossus_agent_client._transport._bearer import Bearer
 from colossus_agent_client._transport._certificate import parse_leaf_certificate
 from colossus_agent_client._transport._descriptor import parse_descriptor, parse_endpoint

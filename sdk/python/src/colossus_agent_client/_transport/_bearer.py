@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .._errors import CredentialError, LocalReason
+from .._errors import CredentialError
+from .._reasons import LocalReason
 
 _BEARER_RE: Final = re.compile(r"[\x21-\x7e]{32,256}")
 

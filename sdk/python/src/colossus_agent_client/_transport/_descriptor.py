@@ -7,16 +7,16 @@ the caller passes in separately.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from .._errors import CertificateError, DescriptorError, LocalReason, PinMismatchError
+from .._errors import CertificateError, DescriptorError, PinMismatchError
+from .._reasons import LocalReason
 from ._certificate import LeafCertificate, parse_leaf_certificate
+from ._owner_only_file import check_public_api_dir, read_owner_only_file
+from ._strict_json import load_json_object
 
 ENDPOINT_FILE: Final = "endpoint.json"
 CERTIFICATE_FILE: Final = "certificate.pem"
@@ -89,59 +89,6 @@ def parse_endpoint(value: object, *, error: type[Exception] = DescriptorError) -
     return Endpoint(host=host, port=port)
 
 
-def _reject_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    result: dict[str, object] = {}
-    for key, value in pairs:
-        if key in result:
-            raise DescriptorError(f"duplicate member {key!r}")
-        result[key] = value
-    return result
-
-
-def _reject_constant(name: str) -> object:
-    raise DescriptorError(f"non-standard JSON constant {name}")
-
-
-def load_json_object(raw: bytes, *, what: str, error: type[Exception]) -> dict[str, object]:
-    """Decodes one strict JSON object: UTF-8, no duplicate keys, no NaN/Infinity."""
-    try:
-        text = raw.decode("utf-8")
-        value = json.loads(
-            text, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant
-        )
-    except DescriptorError as exc:
-        raise error(f"{what}: {exc.message}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise error(f"{what} is not valid UTF-8 JSON") from None
-    except ValueError:
-        # For example an integer past Python's digit limit for int(str).
-        raise error(f"{what} holds a value this reader refuses (too long a number)") from None
-    if _nested_too_deeply(value):
-        raise error(f"{what} is nested too deeply")
-    if not isinstance(value, dict):
-        raise error(f"{what} must be a JSON object")
-    return value
-
-
-# Nesting bound shared with the Go and Rust readers; Python's own recursion limit differs
-# between versions (3.13 parses 5,000 levels that 3.11 refuses), so it cannot be the rule.
-_MAX_JSON_DEPTH = 32
-
-
-def _nested_too_deeply(value: object) -> bool:
-    """Whether any value sits deeper than ``_MAX_JSON_DEPTH`` (the root is depth 0)."""
-    pending: list[tuple[object, int]] = [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if depth > _MAX_JSON_DEPTH:
-            return True
-        if isinstance(item, dict):
-            pending.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            pending.extend((child, depth + 1) for child in item)
-    return False
-
-
 def parse_descriptor(raw: bytes) -> Descriptor:
     """Validates the bytes of ``endpoint.json`` (C1)."""
     if len(raw) > MAX_DESCRIPTOR_BYTES:
@@ -173,75 +120,6 @@ def parse_descriptor(raw: bytes) -> Descriptor:
         api_version=API_VERSION,
         certificate_sha256=str(pin),
     )
-
-
-def read_owner_only_file(path: Path, limit: int, error: type[Exception]) -> bytes:
-    """Reads a regular, owner-only file without following a final symbolic link.
-
-    The file is opened non-blocking, so a FIFO or device put in its place cannot stall the
-    caller, and its type is checked on the open descriptor (no window between check and
-    use). Errors name the path: it is not secret, and it tells the user what to fix.
-    """
-    flags = (
-        os.O_RDONLY
-        | os.O_NONBLOCK
-        | getattr(os, "O_NOFOLLOW", 0)
-        | getattr(os, "O_CLOEXEC", 0)
-        | getattr(os, "O_NOCTTY", 0)
-    )
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise error(f"{path} does not exist") from None
-    except OSError:
-        raise error(f"{path} cannot be opened (or is a symbolic link)") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{path} is not a regular file")
-        if hasattr(os, "getuid") and info.st_uid != os.getuid():
-            raise error(f"{path} is not owned by the current user")
-        if info.st_mode & 0o077:
-            raise error(
-                f"{path} is readable or writable by others "
-                f"(mode {stat.S_IMODE(info.st_mode):04o}, must be 0600)"
-            )
-        if info.st_size > limit:
-            raise error(f"{path} is larger than {limit} bytes")
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, limit + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise error(f"{path} is larger than {limit} bytes")
-        return b"".join(chunks)
-    except BlockingIOError:
-        raise error(f"{path} cannot be read without waiting") from None
-    finally:
-        os.close(fd)
-
-
-def check_public_api_dir(directory: Path) -> None:
-    """The discovery folder must be a real directory owned by us and closed to others."""
-    try:
-        info = os.lstat(directory)
-    except OSError:
-        raise DescriptorError(f"the public API directory {directory} does not exist") from None
-    if not stat.S_ISDIR(info.st_mode):
-        raise DescriptorError(f"the public API directory {directory} is not a directory")
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise DescriptorError(
-            f"the public API directory {directory} is not owned by the current user"
-        )
-    if info.st_mode & 0o077:
-        raise DescriptorError(
-            f"the public API directory {directory} is open to others "
-            f"(mode {stat.S_IMODE(info.st_mode):04o}, must be 0700)"
-        )
 
 
 @dataclass(frozen=True, slots=True)

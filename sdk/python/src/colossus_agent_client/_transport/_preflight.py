@@ -28,9 +28,11 @@ from typing import Any
 
 import grpc
 
-from .._errors import LocalReason, PinMismatchError, TlsPolicyError, TransportError
+from .._errors import PinMismatchError, TlsPolicyError, TransportError
+from .._reasons import LocalReason
 from ._certificate import LeafCertificate, sha256_hex
 from ._descriptor import Endpoint
+from ._probe import answers_tls12
 
 
 class HandshakeDroppedError(TransportError):
@@ -216,7 +218,7 @@ def open_verified(
         # A FIN before any TLS byte surfaces as SSLEOFError, a reset as ConnectionError:
         # both are a silent drop, which only the probe can tell from a policy refusal.
         if not drop_is_refusal and isinstance(exc, ConnectionError | ssl.SSLEOFError):
-            if _answers_tls12(endpoint, timeout):
+            if answers_tls12(endpoint, timeout):
                 raise TlsPolicyError(
                     "the worker answers TLS 1.2 but not TLS 1.3", reason=LocalReason.TLS_VERSION
                 ) from None
@@ -227,23 +229,6 @@ def open_verified(
             raise _classify(exc, connected=True, drop_is_refusal=drop_is_refusal) from None
         raise
     return tls
-
-
-def _answers_tls12(endpoint: Endpoint, timeout: float) -> bool:
-    """True when the listener completes a TLS 1.2 handshake; nothing is sent after it."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # only the version matters to this probe
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.maximum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        with (
-            socket.create_connection((endpoint.host, endpoint.port), timeout=timeout) as raw,
-            context.wrap_socket(raw, server_hostname=endpoint.host) as tls,
-        ):
-            return tls.version() == "TLSv1.2"
-    except (OSError, ssl.SSLError):
-        return False
 
 
 def preflight(

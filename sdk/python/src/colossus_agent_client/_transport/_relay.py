@@ -36,7 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from .._errors import LocalReason, PinMismatchError, TlsPolicyError, TransportError, TrustError
+from .._errors import PinMismatchError, TlsPolicyError, TransportError, TrustError
+from .._reasons import LocalReason
 from ._certificate import LeafCertificate
 from ._descriptor import Endpoint
 from ._preflight import HandshakeDroppedError, open_verified
