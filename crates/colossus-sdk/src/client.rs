@@ -6,8 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::artifacts::Artifacts;
 use crate::backend::Backend;
+use crate::grpc::{GrpcBackend, SessionSource};
 use crate::model::ServerInfo;
 use crate::options::{ClientOptions, RetryPolicy};
+use crate::placement::sidecar::SidecarSessions;
+use crate::placement::{DaemonOptions, DaemonSessions, SidecarOptions};
 use crate::retry::read_with_retries;
 use crate::runs::Runs;
 use crate::{Code, Error, Kind, Result, reasons};
@@ -66,6 +69,33 @@ impl Client {
     /// [`Client::embedded`] with options.
     pub fn embedded_with_options(backend: impl Backend, options: ClientOptions) -> Client {
         Client::from_backend(Box::new(backend), options)
+    }
+
+    /// Connects to an installed shared worker: checks its discovery files against the
+    /// provisioned identity, makes a pinned TLS 1.3 handshake, only then asks the
+    /// credential provider for the bearer, and verifies GetServerInfo before returning.
+    /// Nothing is sent to a worker that fails a check, and the bearer to none.
+    pub async fn connect(options: DaemonOptions) -> Result<Client> {
+        let sessions = DaemonSessions::open(&options).await?;
+        Ok(Client::over_grpc(
+            sessions,
+            options.client_options().clone(),
+        ))
+    }
+
+    /// Starts a private worker and connects to it: spawns the program in its own process
+    /// group, bootstraps it over inherited pipes (the bearer never leaves memory), checks
+    /// every member of its reply, and proves it exactly as a daemon is proven (pinned TLS
+    /// 1.3, GetServerInfo reporting the instance and the SIDECAR placement).
+    pub async fn start_sidecar(options: SidecarOptions) -> Result<Client> {
+        let client_options = options.client_options().clone();
+        let sessions = SidecarSessions::open(options).await?;
+        Ok(Client::over_grpc(sessions, client_options))
+    }
+
+    /// A client over the gRPC backend (the daemon's and the sidecar's connect use it).
+    pub(crate) fn over_grpc(sessions: impl SessionSource, options: ClientOptions) -> Client {
+        Client::from_backend(Box::new(GrpcBackend::new(sessions)), options)
     }
 
     pub(crate) fn from_backend(backend: Box<dyn Backend>, options: ClientOptions) -> Client {

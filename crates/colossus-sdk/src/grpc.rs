@@ -355,17 +355,6 @@ impl Backend for GrpcBackend {
     }
 }
 
-impl crate::Client {
-    /// A client over the gRPC backend (the daemon's and the sidecar's connect use it).
-    #[allow(dead_code)]
-    pub(crate) fn over_grpc(
-        sessions: impl SessionSource,
-        options: crate::options::ClientOptions,
-    ) -> crate::Client {
-        crate::Client::from_backend(Box::new(GrpcBackend::new(sessions)), options)
-    }
-}
-
 #[cfg(test)]
 #[path = "status_tests_support.rs"]
 mod status_tests_support;

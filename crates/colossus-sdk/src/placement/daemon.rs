@@ -14,7 +14,7 @@ use crate::trust::certificate::{MAX_CERTIFICATE_BYTES, parse_leaf_certificate};
 use crate::trust::descriptor::{MAX_DESCRIPTOR_BYTES, is_opaque_id, parse_descriptor};
 use crate::trust::files::{check_private_dir, read_owner_only_file};
 use crate::trust::pin::Pin;
-use crate::{Client, Error, Kind, Result, reasons};
+use crate::{Error, Kind, Result, reasons};
 
 /// The API major version this SDK speaks.
 pub const API_MAJOR: u32 = 1;
@@ -275,20 +275,15 @@ impl SessionSource for DaemonSessions {
     fn close(&self) {}
 }
 
-impl Client {
-    /// Connects to an installed shared worker: checks its discovery files against the
-    /// provisioned identity, makes a pinned TLS 1.3 handshake, only then asks the
-    /// credential provider for the bearer, and verifies GetServerInfo before returning.
-    /// Nothing is sent to a worker that fails a check, and the bearer to none.
-    pub async fn connect(options: DaemonOptions) -> Result<Client> {
+impl DaemonSessions {
+    /// Checks the discovery files, then opens and verifies the one session
+    /// ([`Client::connect`](crate::Client::connect) says in which order).
+    pub(crate) async fn open(options: &DaemonOptions) -> Result<DaemonSessions> {
         let target = options.target()?;
         let session = open_session(&target, &*options.credentials, &options.client).await?;
-        Ok(Client::over_grpc(
-            DaemonSessions {
-                session: Arc::new(session),
-            },
-            options.client,
-        ))
+        Ok(DaemonSessions {
+            session: Arc::new(session),
+        })
     }
 }
 
