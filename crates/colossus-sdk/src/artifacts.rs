@@ -4,8 +4,8 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::calls::Calls;
 use crate::checks;
-use crate::client::Client;
 use crate::model::{Artifact, ArtifactManifest, DownloadPart, DownloadedArtifact, capabilities};
 use crate::{Error, Kind, Result, reasons};
 
@@ -13,12 +13,12 @@ use crate::{Error, Kind, Result, reasons};
 /// fails before sending with [`Kind::CapabilityMissing`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Artifacts<'c> {
-    client: &'c Client,
+    calls: &'c Calls,
 }
 
 impl<'c> Artifacts<'c> {
-    pub(crate) fn new(client: &'c Client) -> Self {
-        Artifacts { client }
+    pub(crate) fn new(calls: &'c Calls) -> Self {
+        Artifacts { calls }
     }
 
     /// Stores `data` as an artifact of `media_type`; reference it in a run with
@@ -46,8 +46,8 @@ impl<'c> Artifacts<'c> {
         media_type: &str,
         display_name: Option<&str>,
     ) -> Result<Artifact> {
-        let backend = self.client.backend()?;
-        let info = self.client.server_info().await?;
+        let backend = self.calls.backend()?;
+        let info = self.calls.server_info().await?;
         checks::require_capability(&info, capabilities::ARTIFACTS, "an artifact upload")?;
         let size = data.len() as u64;
         let limit = info.limits.max_artifact_bytes;
@@ -71,7 +71,7 @@ impl<'c> Artifacts<'c> {
             display_name: display_name.unwrap_or_default().to_owned(),
         };
         let stored = self
-            .client
+            .calls
             .mutate(backend.upload_artifact(&manifest, data), None)
             .await?;
         if stored.size_bytes != size || stored.sha256 != digest {
@@ -95,11 +95,11 @@ impl<'c> Artifacts<'c> {
     /// declared ones ([`Kind::ArtifactIntegrity`] otherwise). Retried on `UNAVAILABLE`.
     pub async fn download(&self, artifact_id: &str) -> Result<DownloadedArtifact> {
         checks::check_id(artifact_id, "artifact_id")?;
-        let backend = self.client.backend()?;
-        let info = self.client.server_info().await?;
+        let backend = self.calls.backend()?;
+        let info = self.calls.server_info().await?;
         checks::require_capability(&info, capabilities::ARTIFACTS, "an artifact download")?;
         let max = info.limits.max_artifact_bytes;
-        self.client
+        self.calls
             .read("DownloadArtifact", None, || async move {
                 let mut parts = backend.download_artifact(artifact_id).await?;
                 let mut v = Verifier::new(artifact_id, max);

@@ -38,6 +38,7 @@
 
 mod artifacts;
 pub mod backend;
+mod calls;
 mod checks;
 mod client;
 mod convert;

@@ -3,8 +3,8 @@
 use futures_util::{StreamExt, stream};
 
 use crate::backend::BoxStream;
+use crate::calls::Calls;
 use crate::checks;
-use crate::client::Client;
 use crate::model::{
     Answer, CreateRunRequest, CreateRunResult, ListRunsQuery, Run, RunPage, ServerInfo,
 };
@@ -17,12 +17,12 @@ use crate::{Error, Kind, Result, reasons};
 /// with [`Kind::OutcomeUnknown`] when their outcome is unknown.
 #[derive(Debug, Clone, Copy)]
 pub struct Runs<'c> {
-    client: &'c Client,
+    calls: &'c Calls,
 }
 
 impl<'c> Runs<'c> {
-    pub(crate) fn new(client: &'c Client) -> Self {
-        Runs { client }
+    pub(crate) fn new(calls: &'c Calls) -> Self {
+        Runs { calls }
     }
 
     /// Starts a run (scope `runs:execute`). The request's idempotency key is on the
@@ -44,13 +44,13 @@ impl<'c> Runs<'c> {
                 e
             }
         };
-        let backend = self.client.backend().map_err(keyed)?;
-        let info = self.client.server_info().await.map_err(keyed)?;
+        let backend = self.calls.backend().map_err(keyed)?;
+        let info = self.calls.server_info().await.map_err(keyed)?;
         checks::check_create(&request, &info).map_err(keyed)?;
-        let mut retries_left = self.client.options().rate_limit_retries();
+        let mut retries_left = self.calls.options().rate_limit_retries();
         loop {
             let result = self
-                .client
+                .calls
                 .mutate(backend.create_run(&request), Some(&key))
                 .await;
             match result {
@@ -85,7 +85,7 @@ impl<'c> Runs<'c> {
     }
 
     pub(crate) async fn get_with(&self, run_id: &str, policy: Option<RetryPolicy>) -> Result<Run> {
-        let run = self.read_run(run_id, policy).await?;
+        let run = self.calls.read_run(run_id, policy).await?;
         if run.run_id != run_id {
             return Err(Error::local(
                 Kind::ProtocolViolation,
@@ -96,29 +96,19 @@ impl<'c> Runs<'c> {
         Ok(run)
     }
 
-    /// GetRun as the worker answered it, whichever run it names: a watch reconciling a
-    /// clean close judges that itself (`WATCH_RECONCILE_MISMATCH`, as in every SDK).
-    pub(crate) async fn read_run(&self, run_id: &str, policy: Option<RetryPolicy>) -> Result<Run> {
-        checks::check_id(run_id, "run_id")?;
-        let backend = self.client.backend()?;
-        self.client
-            .read("GetRun", policy, || backend.get_run(run_id))
-            .await
-    }
-
     /// Asks a run to stop (scope `runs:control`); never retried.
     pub async fn cancel(&self, run_id: &str) -> Result<Run> {
         checks::check_id(run_id, "run_id")?;
-        let backend = self.client.backend()?;
-        self.client.mutate(backend.cancel_run(run_id), None).await
+        let backend = self.calls.backend()?;
+        self.calls.mutate(backend.cancel_run(run_id), None).await
     }
 
     /// Answers a pending interaction: [`Answer::Prompt`] (scope `prompts:respond`) or
     /// [`Answer::Approval`] (scope `approvals:respond`); never retried.
     pub async fn respond(&self, run_id: &str, interaction_id: &str, answer: Answer) -> Result<Run> {
         checks::check_respond(run_id, interaction_id, &answer)?;
-        let backend = self.client.backend()?;
-        self.client
+        let backend = self.calls.backend()?;
+        self.calls
             .mutate(backend.respond(run_id, interaction_id, &answer), None)
             .await
     }
@@ -126,10 +116,10 @@ impl<'c> Runs<'c> {
     /// One page of this application's runs, newest first (scope `runs:read`). Resume
     /// with [`ListRunsQuery::with_page_token`] and a previous page's token.
     pub async fn list_page(&self, query: &ListRunsQuery) -> Result<RunPage> {
-        let backend = self.client.backend()?;
-        let info = self.client.server_info().await?;
+        let backend = self.calls.backend()?;
+        let info = self.calls.server_info().await?;
         checks::check_list(query, &info)?;
-        self.client
+        self.calls
             .read("ListRuns", None, || backend.list_runs(query))
             .await
     }
@@ -140,12 +130,12 @@ impl<'c> Runs<'c> {
     /// forever. An error is the last item.
     pub fn pages(&self, query: ListRunsQuery) -> BoxStream<'static, Result<RunPage>> {
         struct State {
-            client: Client,
+            calls: Calls,
             query: ListRunsQuery,
             done: bool,
         }
         let state = State {
-            client: self.client.clone(),
+            calls: self.calls.clone(),
             query,
             done: false,
         };
@@ -153,7 +143,7 @@ impl<'c> Runs<'c> {
             if s.done {
                 return None;
             }
-            let page = match s.client.runs().list_page(&s.query).await {
+            let page = match Runs::new(&s.calls).list_page(&s.query).await {
                 Ok(page) => page,
                 Err(e) => {
                     s.done = true;
@@ -213,7 +203,7 @@ impl<'c> Runs<'c> {
 
     /// The run's events after `after_sequence`.
     pub fn watch_after(&self, run_id: &str, after_sequence: u64) -> Watch {
-        Watch::new(self.client.clone(), run_id, after_sequence)
+        Watch::new(self.calls.clone(), run_id, after_sequence)
     }
 
     /// The run once it has ended (its status and result). An ended run is read once;
