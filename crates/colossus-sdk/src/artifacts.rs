@@ -5,8 +5,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::calls::Calls;
-use crate::checks;
 use crate::model::{Artifact, ArtifactManifest, DownloadPart, DownloadedArtifact, capabilities};
+use crate::requests;
 use crate::{Error, Kind, Result, reasons};
 
 /// `client.artifacts()` (needs the worker's `artifacts` capability; without it every call
@@ -48,7 +48,7 @@ impl<'c> Artifacts<'c> {
     ) -> Result<Artifact> {
         let backend = self.calls.backend()?;
         let info = self.calls.server_info().await?;
-        checks::require_capability(&info, capabilities::ARTIFACTS, "an artifact upload")?;
+        requests::require_capability(&info, capabilities::ARTIFACTS, "an artifact upload")?;
         let size = data.len() as u64;
         let limit = info.limits.max_artifact_bytes;
         if limit > 0 && size > limit {
@@ -59,9 +59,9 @@ impl<'c> Artifacts<'c> {
             )
             .with_metadata("limit", limit.to_string()));
         }
-        checks::check_media_type(media_type)?;
+        requests::check_media_type(media_type)?;
         if let Some(name) = display_name {
-            checks::check_display_name(name)?;
+            requests::check_display_name(name)?;
         }
         let digest = hex(&Sha256::digest(data));
         let manifest = ArtifactManifest {
@@ -81,7 +81,7 @@ impl<'c> Artifacts<'c> {
                 "the worker stored an artifact that differs from the upload",
             ));
         }
-        if !checks::is_opaque_id(&stored.artifact_id) {
+        if !requests::is_opaque_id(&stored.artifact_id) {
             return Err(Error::local(
                 Kind::ProtocolViolation,
                 reasons::RESPONSE_MALFORMED,
@@ -94,10 +94,10 @@ impl<'c> Artifacts<'c> {
     /// An artifact's bytes, returned only after their length and SHA-256 match the
     /// declared ones ([`Kind::ArtifactIntegrity`] otherwise). Retried on `UNAVAILABLE`.
     pub async fn download(&self, artifact_id: &str) -> Result<DownloadedArtifact> {
-        checks::check_id(artifact_id, "artifact_id")?;
+        requests::check_id(artifact_id, "artifact_id")?;
         let backend = self.calls.backend()?;
         let info = self.calls.server_info().await?;
-        checks::require_capability(&info, capabilities::ARTIFACTS, "an artifact download")?;
+        requests::require_capability(&info, capabilities::ARTIFACTS, "an artifact download")?;
         let max = info.limits.max_artifact_bytes;
         self.calls
             .read("DownloadArtifact", None, || async move {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::backend::Backend;
-use crate::checks;
 use crate::model::{Run, ServerInfo};
 use crate::options::{ClientOptions, RetryPolicy};
+use crate::requests;
 use crate::retry::read_with_retries;
 use crate::{Code, Error, Kind, Result, reasons};
 
@@ -94,7 +94,7 @@ impl Calls {
     /// GetRun as the worker answered it, whichever run it names: a watch reconciling a
     /// clean close judges that itself (`WATCH_RECONCILE_MISMATCH`, as in every SDK).
     pub(crate) async fn read_run(&self, run_id: &str, policy: Option<RetryPolicy>) -> Result<Run> {
-        checks::check_id(run_id, "run_id")?;
+        requests::check_id(run_id, "run_id")?;
         let backend = self.backend()?;
         self.read("GetRun", policy, || backend.get_run(run_id))
             .await

@@ -39,7 +39,6 @@
 mod artifacts;
 pub mod backend;
 mod calls;
-mod checks;
 mod client;
 mod convert;
 pub mod credentials;
@@ -55,6 +54,7 @@ pub mod options;
 pub mod placement;
 mod proto;
 pub mod reasons;
+mod requests;
 mod retry;
 mod runs;
 pub mod security;

@@ -4,11 +4,11 @@ use futures_util::{StreamExt, stream};
 
 use crate::backend::BoxStream;
 use crate::calls::Calls;
-use crate::checks;
 use crate::model::{
     Answer, CreateRunRequest, CreateRunResult, ListRunsQuery, Run, RunPage, ServerInfo,
 };
 use crate::options::RetryPolicy;
+use crate::requests;
 use crate::watch::stream::Watch;
 use crate::{Error, Kind, Result, reasons};
 
@@ -46,7 +46,7 @@ impl<'c> Runs<'c> {
         };
         let backend = self.calls.backend().map_err(keyed)?;
         let info = self.calls.server_info().await.map_err(keyed)?;
-        checks::check_create(&request, &info).map_err(keyed)?;
+        requests::check_create(&request, &info).map_err(keyed)?;
         let mut retries_left = self.calls.options().rate_limit_retries();
         loop {
             let result = self
@@ -98,7 +98,7 @@ impl<'c> Runs<'c> {
 
     /// Asks a run to stop (scope `runs:control`); never retried.
     pub async fn cancel(&self, run_id: &str) -> Result<Run> {
-        checks::check_id(run_id, "run_id")?;
+        requests::check_id(run_id, "run_id")?;
         let backend = self.calls.backend()?;
         self.calls.mutate(backend.cancel_run(run_id), None).await
     }
@@ -106,7 +106,7 @@ impl<'c> Runs<'c> {
     /// Answers a pending interaction: [`Answer::Prompt`] (scope `prompts:respond`) or
     /// [`Answer::Approval`] (scope `approvals:respond`); never retried.
     pub async fn respond(&self, run_id: &str, interaction_id: &str, answer: Answer) -> Result<Run> {
-        checks::check_respond(run_id, interaction_id, &answer)?;
+        requests::check_respond(run_id, interaction_id, &answer)?;
         let backend = self.calls.backend()?;
         self.calls
             .mutate(backend.respond(run_id, interaction_id, &answer), None)
@@ -118,7 +118,7 @@ impl<'c> Runs<'c> {
     pub async fn list_page(&self, query: &ListRunsQuery) -> Result<RunPage> {
         let backend = self.calls.backend()?;
         let info = self.calls.server_info().await?;
-        checks::check_list(query, &info)?;
+        requests::check_list(query, &info)?;
         self.calls
             .read("ListRuns", None, || backend.list_runs(query))
             .await

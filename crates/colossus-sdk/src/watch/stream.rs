@@ -12,8 +12,8 @@ use futures_util::{StreamExt, stream};
 use super::core::{CloseAction, Verdict, WatchCore};
 use crate::backend::{BoxStream, WatchedEvent};
 use crate::calls::Calls;
-use crate::checks;
 use crate::model::{Run, RunEvent};
+use crate::requests;
 use crate::{Error, Kind, Result, reasons};
 
 /// What keeping an event in the replay window costs beyond its encoding.
@@ -104,7 +104,7 @@ impl Watch {
     pub(crate) fn new(calls: Calls, run_id: &str, after_sequence: u64) -> Watch {
         let progress = Arc::new(Progress::default());
         progress.last.store(after_sequence, Ordering::SeqCst);
-        if let Err(e) = checks::check_id(run_id, "run_id") {
+        if let Err(e) = requests::check_id(run_id, "run_id") {
             return Watch {
                 inner: Box::pin(stream::once(async move { Err(e) })),
                 progress,
