@@ -54,6 +54,7 @@ pub mod options;
 pub mod placement;
 mod proto;
 pub mod reasons;
+mod request_cap;
 mod requests;
 mod retry;
 mod runs;
