@@ -12,7 +12,7 @@ use crate::options::ClientOptions;
 use crate::transport::{Session, Target, open_session};
 use crate::trust::certificate::{MAX_CERTIFICATE_BYTES, parse_leaf_certificate};
 use crate::trust::descriptor::{MAX_DESCRIPTOR_BYTES, is_opaque_id, parse_descriptor};
-use crate::trust::files::{check_private_dir, read_owner_only_file};
+use crate::trust::owner_only_file::{check_private_dir, read_owner_only_file};
 use crate::trust::pin::Pin;
 use crate::{Error, Kind, Result, reasons};
 

@@ -19,7 +19,7 @@ use crate::grpc::{GrpcSession, SessionSource};
 use crate::model::DeploymentMode;
 use crate::placement::API_MAJOR;
 use crate::transport::{Session, Target, open_session};
-use crate::trust::files::check_private_dir;
+use crate::trust::owner_only_file::check_private_dir;
 use crate::{Error, Kind, Result, reasons};
 
 /// The longest delay between two restarts.
