@@ -1,8 +1,13 @@
-//! `endpoint.json` (C1) and the endpoint strings it and the sidecar bootstrap carry.
+//! Discovery: `endpoint.json` (C1) and the endpoint strings it and the sidecar bootstrap
+//! carry, and the cross-check of both discovery files against the provisioned identity
+//! (C1-C3).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
 
-use super::pin::is_pin;
+use super::certificate::{MAX_CERTIFICATE_BYTES, parse_leaf_certificate};
+use super::owner_only_file::{check_private_dir, read_owner_only_file};
+use super::pin::{Pin, is_pin};
 use super::strict_json::{Value, member, parse_object};
 use crate::{Error, Kind, Result, reasons};
 
@@ -161,6 +166,76 @@ pub(crate) fn parse_descriptor(raw: &[u8]) -> Result<Descriptor> {
         pid,
         certificate_sha256: pin.to_owned(),
     })
+}
+
+/// Reads and cross-checks the discovery files in `dir` against the provisioned identity
+/// (C1-C3) and returns where to connect. The expected values come from the caller only:
+/// nothing read here can change them.
+pub(crate) fn discover(
+    dir: &Path,
+    expected_instance_id: &str,
+    expected_pin: &Pin,
+) -> Result<Endpoint> {
+    let endpoint = check_files(dir, expected_instance_id, expected_pin);
+    match &endpoint {
+        Ok(e) => tracing::debug!(
+            endpoint = %e.addr,
+            instance_id = %expected_instance_id,
+            "discovery files match the provisioned identity"
+        ),
+        Err(e) => tracing::warn!(
+            reason = e.reason().unwrap_or_default(),
+            dir = %dir.display(),
+            "discovery files refused"
+        ),
+    }
+    endpoint
+}
+
+fn check_files(dir: &Path, expected_instance_id: &str, expected_pin: &Pin) -> Result<Endpoint> {
+    check_private_dir(
+        dir,
+        Kind::Descriptor,
+        reasons::DESCRIPTOR_INVALID,
+        "the public API directory",
+    )?;
+    let raw = read_owner_only_file(
+        &dir.join("endpoint.json"),
+        MAX_DESCRIPTOR_BYTES,
+        Kind::Descriptor,
+        reasons::DESCRIPTOR_INVALID,
+    )?;
+    let descriptor = parse_descriptor(&raw)?;
+    let named = Pin::parse(&descriptor.certificate_sha256).expect("the descriptor checked its pin");
+    if !named.matches(expected_pin) {
+        return Err(Error::local(
+            Kind::PinMismatch,
+            reasons::PIN_MISMATCH,
+            "endpoint.json names a certificate other than the provisioned pin",
+        ));
+    }
+    if descriptor.instance_id != expected_instance_id {
+        return Err(Error::local(
+            Kind::PinMismatch,
+            reasons::INSTANCE_MISMATCH,
+            "endpoint.json names an instance other than the provisioned one",
+        ));
+    }
+    let pem = read_owner_only_file(
+        &dir.join("certificate.pem"),
+        MAX_CERTIFICATE_BYTES,
+        Kind::Certificate,
+        reasons::CERTIFICATE_INVALID,
+    )?;
+    let certificate = parse_leaf_certificate(&pem, Some(descriptor.endpoint.host()))?;
+    if !certificate.pin.matches(expected_pin) {
+        return Err(Error::local(
+            Kind::PinMismatch,
+            reasons::PIN_MISMATCH,
+            "certificate.pem does not hash to the provisioned pin",
+        ));
+    }
+    Ok(descriptor.endpoint)
 }
 
 #[cfg(test)]
