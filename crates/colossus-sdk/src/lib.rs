@@ -87,7 +87,7 @@ pub struct ReadmeDoctests;
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod __bench {
-    //! What `benches/figures.rs` needs to compare the SDK with a raw tonic client, behind the
+    //! What `benches/figures/` needs to compare the SDK with a raw tonic client, behind the
     //! non-default `bench` feature. Not part of the SDK's API: hidden from the docs, no
     //! stability promise, and compiled only when the feature is asked for.
     //!
