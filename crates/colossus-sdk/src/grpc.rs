@@ -318,9 +318,4 @@ impl Backend for GrpcBackend {
 }
 
 #[cfg(test)]
-#[path = "status_tests_support.rs"]
-mod status_tests_support;
-
-#[cfg(test)]
-#[path = "grpc_tests.rs"]
 mod tests;

@@ -47,8 +47,6 @@ pub mod embedded;
 mod error;
 mod event_codec;
 mod grpc;
-#[cfg(test)]
-mod log_capture;
 pub mod model;
 pub mod options;
 mod outcome;
@@ -63,6 +61,8 @@ mod retry;
 mod runs;
 pub mod security;
 mod status;
+#[cfg(test)]
+mod testing;
 mod transport;
 mod trust;
 mod watch;

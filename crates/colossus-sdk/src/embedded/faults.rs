@@ -269,3 +269,6 @@ pub(super) fn faulty_watch(
         }
     }))
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,6 +13,4 @@ pub use faults::{Fault, Method};
 pub use runtime::{EmbeddedRuntime, EmbeddedRuntimeBuilder};
 
 #[cfg(test)]
-mod faults_tests;
-#[cfg(test)]
 mod tests;

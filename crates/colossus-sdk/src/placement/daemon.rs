@@ -224,5 +224,4 @@ impl DaemonSessions {
 }
 
 #[cfg(test)]
-#[path = "daemon_tests.rs"]
 mod tests;

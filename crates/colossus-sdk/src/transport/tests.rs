@@ -545,7 +545,7 @@ async fn a_connection_lost_mid_call_is_unavailable() {
 
 #[tokio::test]
 async fn connect_checks_and_a_refused_reconnect_are_logged_without_the_bearer() {
-    let (logs, _guard) = crate::log_capture::capture();
+    let (logs, _guard) = crate::testing::log_capture::capture();
     let genuine = leaf();
     let worker = listen(any_port(), &genuine, Behaviour::Genuine).await;
     let addr = worker.addr;

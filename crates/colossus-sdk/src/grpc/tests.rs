@@ -363,13 +363,13 @@ async fn reads_retry_unavailable_but_a_create_is_sent_once() {
 fn rate_limited(delay_ms: i32) -> Status {
     let info = prost_types::Any {
         type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
-        value: super::status_tests_support::error_info("CREATE_RATE_LIMIT"),
+        value: crate::testing::rpc_status::error_info("CREATE_RATE_LIMIT"),
     };
     let retry = prost_types::Any {
         type_url: "type.googleapis.com/google.rpc.RetryInfo".into(),
-        value: super::status_tests_support::retry_info(delay_ms),
+        value: crate::testing::rpc_status::retry_info(delay_ms),
     };
-    let details = super::status_tests_support::status(8, "slow down", vec![info, retry]);
+    let details = crate::testing::rpc_status::status(8, "slow down", vec![info, retry]);
     Status::with_details(tonic::Code::ResourceExhausted, "slow down", details.into())
 }
 
@@ -475,7 +475,7 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
 
 #[tokio::test]
 async fn a_create_and_a_watch_reconnect_are_logged_without_the_bearer() {
-    let (logs, _guard) = crate::log_capture::capture();
+    let (logs, _guard) = crate::testing::log_capture::capture();
     let script = Script {
         creates: vec![Ok(p::CreateRunResponse {
             run: Some(run(p::RunStatus::Running, 0)),

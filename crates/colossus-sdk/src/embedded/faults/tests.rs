@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::{EmbeddedRuntime, Fault, Method};
+use crate::embedded::{EmbeddedRuntime, Fault, Method};
 use crate::model::*;
 use crate::options::{ClientOptions, RetryPolicy};
 use crate::{Client, Code, Kind, reasons};
