@@ -1,158 +1,21 @@
-//! The gRPC backend and the client against an in-process fake worker: a hand-written
-//! tonic service (plain HTTP/2 on loopback; the trust layer is tested on its own) whose
-//! answers each test scripts in advance.
+//! The gRPC backend and the client against the shared fake worker, served in plain HTTP/2
+//! on loopback (the trust layer is tested on its own), its answers scripted by each test.
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tonic::body::Body;
+use tonic::Status;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Request, Response, Status};
 
 use super::{GrpcSession, SessionSource};
 use crate::backend::BoxFuture;
 use crate::model::{self, CreateRunRequest, RunStatus, ServerInfo, capabilities};
 use crate::options::{ClientOptions, RetryPolicy};
 use crate::proto as p;
+use crate::testing::fake_worker::{Answer, FakeWorker, Listener, Script};
 use crate::{Client, Kind, Result, reasons};
-
-type Answer<T> = std::result::Result<T, Status>;
-
-/// What the fake answers, in order, and what it saw.
-#[derive(Default)]
-struct Script {
-    creates: VecDeque<Answer<p::CreateRunResponse>>,
-    gets: VecDeque<Answer<p::Run>>,
-    watches: VecDeque<Vec<Answer<p::RunEvent>>>,
-    /// (method, authorization header, request summary)
-    seen: Vec<(String, Option<String>, String)>,
-}
-
-#[derive(Clone, Default)]
-struct FakeWorker(Arc<Mutex<Script>>);
-
-fn auth(m: &MetadataMap) -> Option<String> {
-    m.get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-impl FakeWorker {
-    fn log(&self, method: &str, metadata: &MetadataMap, summary: String) {
-        self.0
-            .lock()
-            .unwrap()
-            .seen
-            .push((method.into(), auth(metadata), summary));
-    }
-
-    fn seen(&self, method: &str) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap()
-            .seen
-            .iter()
-            .filter(|s| s.0 == method)
-            .map(|s| s.2.clone())
-            .collect()
-    }
-}
-
-type HttpFuture =
-    Pin<Box<dyn Future<Output = std::result::Result<http::Response<Body>, Infallible>> + Send>>;
-
-impl tower::Service<http::Request<Body>> for FakeWorker {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = HttpFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::result::Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> HttpFuture {
-        let fake = self.clone();
-        Box::pin(async move {
-            let path = req
-                .uri()
-                .path()
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            let response = match path.as_str() {
-                "CreateRun" => {
-                    let f = fake.clone();
-                    let svc = tower::service_fn(move |r: Request<p::CreateRunRequest>| {
-                        let f = f.clone();
-                        async move {
-                            f.log(
-                                "CreateRun",
-                                r.metadata(),
-                                r.get_ref().idempotency_key.clone(),
-                            );
-                            let next = f.0.lock().unwrap().creates.pop_front();
-                            next.unwrap_or_else(|| Err(Status::internal("unscripted")))
-                                .map(Response::new)
-                        }
-                    });
-                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                        .unary(svc, req)
-                        .await
-                }
-                "GetRun" => {
-                    let f = fake.clone();
-                    let svc = tower::service_fn(move |r: Request<p::GetRunRequest>| {
-                        let f = f.clone();
-                        async move {
-                            f.log("GetRun", r.metadata(), r.get_ref().run_id.clone());
-                            let next = f.0.lock().unwrap().gets.pop_front();
-                            next.unwrap_or_else(|| Err(Status::internal("unscripted")))
-                                .map(|run| Response::new(p::GetRunResponse { run: Some(run) }))
-                        }
-                    });
-                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                        .unary(svc, req)
-                        .await
-                }
-                "WatchRun" => {
-                    let f = fake.clone();
-                    let svc = tower::service_fn(move |r: Request<p::WatchRunRequest>| {
-                        let f = f.clone();
-                        async move {
-                            f.log(
-                                "WatchRun",
-                                r.metadata(),
-                                r.get_ref().after_sequence.to_string(),
-                            );
-                            let items = f.0.lock().unwrap().watches.pop_front().unwrap_or_default();
-                            let stream = futures_util::stream::iter(items).map(|item| {
-                                item.map(|event| p::WatchRunResponse { event: Some(event) })
-                            });
-                            Ok::<_, Status>(Response::new(stream))
-                        }
-                    });
-                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                        .server_streaming(svc, req)
-                        .await
-                }
-                _ => Status::unimplemented(path).into_http(),
-            };
-            Ok(response)
-        })
-    }
-}
-
-impl tonic::server::NamedService for FakeWorker {
-    const NAME: &'static str = "colossus.api.v1alpha1.RunService";
-}
 
 struct Session {
     channel: Channel,
@@ -187,19 +50,9 @@ impl SessionSource for Fixed {
     fn close(&self) {}
 }
 
-async fn start(script: Script, info: ServerInfo, options: ClientOptions) -> (Client, FakeWorker) {
-    let fake = FakeWorker(Arc::new(Mutex::new(script)));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let svc = fake.clone();
-    tokio::spawn(async move {
-        tonic::transport::Server::builder()
-            .serve_with_incoming(svc, incoming)
-            .await
-            .unwrap();
-    });
-    let channel = Endpoint::from_shared(format!("http://{addr}"))
+async fn start(script: Script, info: ServerInfo, options: ClientOptions) -> (Client, Listener) {
+    let fake = FakeWorker::new(script).serve_plain().await;
+    let channel = Endpoint::from_shared(format!("http://{}", fake.addr))
         .unwrap()
         .connect_lazy();
     let session: Arc<dyn GrpcSession> = Arc::new(Session { channel, info });
@@ -275,15 +128,8 @@ async fn a_watch_resumes_after_unavailable_and_drops_the_replayed_events() {
     }
     assert_eq!(seen, [1, 2, 3, 4]);
     assert!(watch.is_complete());
-    assert_eq!(fake.seen("WatchRun"), ["0", "2"]);
-    let auths: Vec<_> = fake
-        .0
-        .lock()
-        .unwrap()
-        .seen
-        .iter()
-        .map(|s| s.1.clone())
-        .collect();
+    assert_eq!(fake.asked("WatchRun"), ["0", "2"]);
+    let auths: Vec<_> = fake.requests().into_iter().map(|r| r.1).collect();
     assert!(
         auths
             .iter()
@@ -302,7 +148,7 @@ async fn an_altered_replay_on_the_wire_fails_the_watch() {
         .into(),
         ..Script::default()
     };
-    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert_eq!(items.len(), 2);
     let err = items[1].as_ref().unwrap_err();
@@ -315,7 +161,7 @@ async fn a_gap_and_a_clean_close_short_of_the_end_fail() {
         watches: vec![vec![ev(1, "a"), ev(3, "c")]].into(),
         ..Script::default()
     };
-    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert!(items[1].as_ref().unwrap_err().is(Kind::WatchGap));
 
@@ -324,7 +170,7 @@ async fn a_gap_and_a_clean_close_short_of_the_end_fail() {
         gets: vec![Ok(run(p::RunStatus::Succeeded, 2))].into(),
         ..Script::default()
     };
-    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert_eq!(
         items[1].as_ref().unwrap_err().reason(),
@@ -347,14 +193,14 @@ async fn reads_retry_unavailable_but_a_create_is_sent_once() {
     let (client, fake) = start(script, ServerInfo::default(), fast()).await;
     let got = client.runs().get("r1").await.unwrap();
     assert_eq!(got.status, RunStatus::Running);
-    assert_eq!(fake.seen("GetRun").len(), 3);
+    assert_eq!(fake.asked("GetRun").len(), 3);
 
     let request = CreateRunRequest::text("hi");
     let err = client.runs().create(request.clone()).await.unwrap_err();
     assert!(err.is(Kind::OutcomeUnknown), "{err}");
     assert_eq!(err.idempotency_key(), Some(request.idempotency_key()));
     assert_eq!(
-        fake.seen("CreateRun"),
+        fake.asked("CreateRun"),
         [request.idempotency_key()],
         "never retried"
     );
@@ -397,7 +243,7 @@ async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked()
     );
     assert_eq!(result.idempotency_key, request.idempotency_key());
     let key = request.idempotency_key().to_owned();
-    assert_eq!(fake.seen("CreateRun"), [key.clone(), key]);
+    assert_eq!(fake.asked("CreateRun"), [key.clone(), key]);
 
     let script = Script {
         creates: vec![Err(rate_limited(30))].into(),
@@ -411,7 +257,7 @@ async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked()
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::CREATE_RATE_LIMIT));
     assert_eq!(err.retry_delay(), Some(Duration::from_millis(30)));
-    assert_eq!(fake.seen("CreateRun").len(), 1);
+    assert_eq!(fake.asked("CreateRun").len(), 1);
 }
 
 #[tokio::test]
@@ -447,7 +293,7 @@ async fn capability_gates_send_nothing() {
             .unwrap_err()
             .is(Kind::CapabilityMissing)
     );
-    assert!(fake.0.lock().unwrap().seen.is_empty());
+    assert!(fake.requests().is_empty());
 }
 
 #[tokio::test]
@@ -462,7 +308,7 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
         .await
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
-    assert!(fake.seen("CreateRun").is_empty());
+    assert!(fake.asked("CreateRun").is_empty());
     // An upload's manifest alone (a 64-digit SHA-256) is over 64 bytes: nothing is sent.
     let err = client
         .artifacts()
@@ -470,7 +316,7 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
         .await
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
-    assert!(fake.0.lock().unwrap().seen.is_empty());
+    assert!(fake.requests().is_empty());
 }
 
 #[tokio::test]

@@ -198,4 +198,4 @@ pub(crate) fn find_sdk_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Op
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;
