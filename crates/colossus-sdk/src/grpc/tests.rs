@@ -12,8 +12,9 @@ use tonic::transport::{Channel, Endpoint};
 use super::{GrpcSession, SessionSource};
 use crate::backend::BoxFuture;
 use crate::model::{self, CreateRunRequest, RunStatus, ServerInfo, capabilities};
-use crate::options::{ClientOptions, RetryPolicy};
+use crate::options::ClientOptions;
 use crate::proto as p;
+use crate::testing::client::fast_retries;
 use crate::testing::fake_worker::{Answer, FakeWorker, Listener, Script};
 use crate::{Client, Kind, Result, reasons};
 
@@ -57,20 +58,6 @@ async fn start(script: Script, info: ServerInfo, options: ClientOptions) -> (Cli
         .connect_lazy();
     let session: Arc<dyn GrpcSession> = Arc::new(Session { channel, info });
     (Client::over_grpc(Fixed(session), options), fake)
-}
-
-fn fast() -> ClientOptions {
-    ClientOptions::builder()
-        .retry(
-            RetryPolicy::builder()
-                .initial_backoff(Duration::from_millis(1))
-                .max_backoff(Duration::from_millis(5))
-                .max_attempts(4)
-                .build()
-                .unwrap(),
-        )
-        .build()
-        .unwrap()
 }
 
 fn ev(seq: u64, text: &str) -> Answer<p::RunEvent> {
@@ -120,7 +107,7 @@ async fn a_watch_resumes_after_unavailable_and_drops_the_replayed_events() {
         gets: vec![Ok(run(p::RunStatus::Succeeded, 4))].into(),
         ..Script::default()
     };
-    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let mut watch = client.runs().watch("r1");
     let mut seen = Vec::new();
     while let Some(e) = watch.next().await {
@@ -148,7 +135,7 @@ async fn an_altered_replay_on_the_wire_fails_the_watch() {
         .into(),
         ..Script::default()
     };
-    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert_eq!(items.len(), 2);
     let err = items[1].as_ref().unwrap_err();
@@ -161,7 +148,7 @@ async fn a_gap_and_a_clean_close_short_of_the_end_fail() {
         watches: vec![vec![ev(1, "a"), ev(3, "c")]].into(),
         ..Script::default()
     };
-    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert!(items[1].as_ref().unwrap_err().is(Kind::WatchGap));
 
@@ -170,7 +157,7 @@ async fn a_gap_and_a_clean_close_short_of_the_end_fail() {
         gets: vec![Ok(run(p::RunStatus::Succeeded, 2))].into(),
         ..Script::default()
     };
-    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert_eq!(
         items[1].as_ref().unwrap_err().reason(),
@@ -190,7 +177,7 @@ async fn reads_retry_unavailable_but_a_create_is_sent_once() {
         creates: vec![Err(Status::unavailable("cut"))].into(),
         ..Script::default()
     };
-    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let got = client.runs().get("r1").await.unwrap();
     assert_eq!(got.status, RunStatus::Running);
     assert_eq!(fake.asked("GetRun").len(), 3);
@@ -249,7 +236,7 @@ async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked()
         creates: vec![Err(rate_limited(30))].into(),
         ..Script::default()
     };
-    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let err = client
         .runs()
         .create(CreateRunRequest::text("hi"))
@@ -262,7 +249,7 @@ async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked()
 
 #[tokio::test]
 async fn capability_gates_send_nothing() {
-    let (client, fake) = start(Script::default(), ServerInfo::default(), fast()).await;
+    let (client, fake) = start(Script::default(), ServerInfo::default(), fast_retries(4)).await;
     let request = CreateRunRequest::builder()
         .text("go")
         .plan_action(model::PlanAction::new(
@@ -301,7 +288,7 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
     let mut info = ServerInfo::default();
     info.limits.max_request_bytes = 64;
     info.capabilities.push(capabilities::ARTIFACTS.to_owned());
-    let (client, fake) = start(Script::default(), info, fast()).await;
+    let (client, fake) = start(Script::default(), info, fast_retries(4)).await;
     let err = client
         .runs()
         .create(CreateRunRequest::text("x".repeat(100)))
@@ -336,7 +323,7 @@ async fn a_create_and_a_watch_reconnect_are_logged_without_the_bearer() {
         gets: vec![Ok(run(p::RunStatus::Succeeded, 2))].into(),
         ..Script::default()
     };
-    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let created = client
         .runs()
         .create(CreateRunRequest::text("hi"))
