@@ -11,6 +11,3 @@ mod tools;
 
 pub use faults::{Fault, Method};
 pub use runtime::{EmbeddedRuntime, EmbeddedRuntimeBuilder};
-
-#[cfg(test)]
-mod tests;

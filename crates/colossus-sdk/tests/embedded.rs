@@ -1,12 +1,13 @@
-//! The client over the embedded runtime: scripts, interactions, cancel, failures.
+//! The client over the embedded runtime, through the public API only: scripts,
+//! interactions, cancel, failures, idempotency, capabilities, artifacts and pages.
 
 use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt};
 
-use super::EmbeddedRuntime;
-use crate::model::*;
-use crate::{Client, Kind, reasons};
+use colossus_sdk::embedded::EmbeddedRuntime;
+use colossus_sdk::model::*;
+use colossus_sdk::{Client, Kind, reasons};
 
 fn script(lines: &str) -> CreateRunRequest {
     CreateRunRequest::text(format!("colossus-script v1\n{lines}"))
@@ -63,7 +64,7 @@ async fn a_script_with_a_prompt_and_an_approval_runs_to_the_end() {
                     InteractionKind::Approval(a) => {
                         Answer::approval(a.binding.clone(), ApprovalDecision::Approve)
                     }
-                    InteractionKind::Unknown => unreachable!(),
+                    other => unreachable!("{other:?}"),
                 };
                 client
                     .runs()
