@@ -210,6 +210,7 @@ fn connection_lost(status: &tonic::Status) -> bool {
 /// The error a refusal with `code`, `reason` and `retry_delay` maps to when no wire
 /// carried it (an in-process backend's injected fault), classified as [`map`] would
 /// classify the same status on a call of kind `call`.
+#[cfg(feature = "embedded")]
 pub(crate) fn from_parts(
     code: Code,
     reason: Option<&str>,
