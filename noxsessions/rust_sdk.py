@@ -89,6 +89,10 @@ def rust_lint(session: nox.Session) -> None:
         "-D", "warnings", external=True, env=env,
     )
     session.run(
+        "cargo", "clippy", "-p", "colossus-sdk", "--no-default-features", "--all-targets", *OFFLINE, "--",
+        "-D", "warnings", external=True, env=env,
+    )
+    session.run(
         "cargo", "doc", "--workspace", "--no-deps", *OFFLINE, external=True,
         env={**env, "RUSTDOCFLAGS": "-Dwarnings"},
     )
