@@ -413,6 +413,41 @@ async fn a_resumed_watch_starts_after_the_given_cursor() {
 }
 
 #[tokio::test]
+async fn every_reopen_starts_after_the_cursor_of_its_resume_plan() {
+    // From a stored cursor, through a replay dropped on the second stream: each reopen
+    // starts where the core's plan says (the hook reports that plan), never at the
+    // caller's starting cursor nor at the last sequence seen on the wire.
+    let (c, fake) = client(
+        vec![
+            vec![Item::Event(3, "c", false), Item::Fail(unavailable())],
+            vec![
+                Item::Event(3, "c", false),
+                Item::Event(4, "d", false),
+                Item::Fail(unavailable()),
+            ],
+            vec![Item::Event(5, "end", true)],
+        ],
+        vec![run(RunStatus::Succeeded, 5)],
+    );
+    let plans = Arc::new(Mutex::new(Vec::new()));
+    let seen_plans = plans.clone();
+    let mut watch = c.runs().watch_after("r1", 2).on_reconnect(move |info| {
+        seen_plans
+            .lock()
+            .unwrap()
+            .push((info.attempt, info.after_sequence));
+    });
+    let mut seen = Vec::new();
+    while let Some(e) = watch.next().await {
+        seen.push(e.unwrap().sequence);
+    }
+    assert_eq!(seen, vec![3, 4, 5]);
+    assert!(watch.is_complete());
+    assert_eq!(*plans.lock().unwrap(), vec![(1, 3), (1, 4)]);
+    assert_eq!(*fake.opened_after.lock().unwrap(), vec![2, 3, 4]);
+}
+
+#[tokio::test]
 async fn a_clean_close_whose_get_run_names_another_run_is_a_reconcile_mismatch() {
     // The same reason as the Go, Python and TypeScript watches (docs/requirements.md, S9):
     // the clean close is what GetRun contradicts, not a malformed answer.
