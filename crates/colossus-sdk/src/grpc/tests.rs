@@ -21,6 +21,7 @@ use crate::{Client, Kind, Result, reasons};
 struct Session {
     channel: Channel,
     info: ServerInfo,
+    max_response_bytes: usize,
 }
 
 impl GrpcSession for Session {
@@ -37,7 +38,7 @@ impl GrpcSession for Session {
         Ok(())
     }
     fn max_response_bytes(&self) -> usize {
-        4 << 20
+        self.max_response_bytes
     }
 }
 
@@ -52,11 +53,25 @@ impl SessionSource for Fixed {
 }
 
 async fn start(script: Script, info: ServerInfo, options: ClientOptions) -> (Client, Listener) {
+    start_capped(script, info, options, 4 << 20).await
+}
+
+/// [`start`] with the inbound message cap the session holds responses to (C7).
+async fn start_capped(
+    script: Script,
+    info: ServerInfo,
+    options: ClientOptions,
+    max_response_bytes: usize,
+) -> (Client, Listener) {
     let fake = FakeWorker::new(script).serve_plain().await;
     let channel = Endpoint::from_shared(format!("http://{}", fake.addr))
         .unwrap()
         .connect_lazy();
-    let session: Arc<dyn GrpcSession> = Arc::new(Session { channel, info });
+    let session: Arc<dyn GrpcSession> = Arc::new(Session {
+        channel,
+        info,
+        max_response_bytes,
+    });
     (Client::over_grpc(Fixed(session), options), fake)
 }
 
@@ -304,6 +319,26 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
     assert!(fake.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_response_over_the_accepted_cap_is_a_local_response_too_large() {
+    let mut big = run(p::RunStatus::Running, 0);
+    big.idempotency_key = "k".repeat(2048);
+    let script = Script {
+        gets: vec![Ok(big)].into(),
+        ..Script::default()
+    };
+    let (client, fake) = start_capped(script, ServerInfo::default(), fast_retries(4), 1024).await;
+    let err = client.runs().get("r1").await.unwrap_err();
+    assert!(err.is(Kind::ResourceExhausted), "{err}");
+    assert_eq!(err.reason(), Some(reasons::RESPONSE_TOO_LARGE));
+    assert_eq!(err.code(), None, "a local refusal carries no status code");
+    assert_eq!(
+        err.message(),
+        "a response is larger than the accepted response cap"
+    );
+    assert_eq!(fake.asked("GetRun").len(), 1, "never retried");
 }
 
 #[tokio::test]
