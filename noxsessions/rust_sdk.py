@@ -92,6 +92,10 @@ def rust_lint(session: nox.Session) -> None:
         "-D", "warnings", external=True, env=env,
     )
     session.run(
+        "cargo", "clippy", "-p", "colossus-sdk", "--no-default-features", "--all-targets", *OFFLINE, "--",
+        "-D", "warnings", external=True, env=env,
+    )
+    session.run(
         "cargo", "doc", "--workspace", "--no-deps", *OFFLINE, external=True,
         env={**env, "RUSTDOCFLAGS": "-Dwarnings"},
     )
@@ -247,7 +251,7 @@ def rust_fresh_deps(session: nox.Session) -> None:
 def bench_rust_sdk(session: nox.Session) -> None:
     """Prints the Rust SDK's figures as ratios measured in one run (crates/colossus-sdk/README.md).
 
-    The program (crates/colossus-sdk/benches/figures.rs, `harness = false`, built with the
+    The program (crates/colossus-sdk/benches/figures/main.rs, `harness = false`, built with the
     non-default `bench` feature that exposes the hidden `colossus_sdk::__bench`) compares the
     SDK with a raw tonic client over the same pinned TLS 1.3 connector, in alternating rounds:
     watch of a 4,099-event run (>= 0.95; >= 0.93 with the closing GetRun) and connect to
@@ -255,8 +259,8 @@ def bench_rust_sdk(session: nox.Session) -> None:
     allocations per event and live-heap growth over a 100,000-event watch (< 5 MiB, as in the other SDKs), beside
     the raw client's.
     """
-    if not (SDK / "benches" / "figures.rs").is_file():
-        session.error("crates/colossus-sdk/benches/figures.rs does not exist yet (conformance/clients/rust/NEEDS.md)")
+    if not (SDK / "benches" / "figures" / "main.rs").is_file():
+        session.error("crates/colossus-sdk/benches/figures/main.rs does not exist yet (conformance/clients/rust/NEEDS.md)")
     env = {**fetch(session), "COLOSSUS_REFERENCE_WORKER": _worker(session)}
     session.run(
         "cargo", "bench", "-p", "colossus-sdk", "--features", "bench", "--bench", "figures", *OFFLINE,

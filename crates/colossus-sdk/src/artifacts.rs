@@ -4,21 +4,21 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::checks;
-use crate::client::Client;
+use crate::calls::Calls;
 use crate::model::{Artifact, ArtifactManifest, DownloadPart, DownloadedArtifact, capabilities};
+use crate::requests;
 use crate::{Error, Kind, Result, reasons};
 
 /// `client.artifacts()` (needs the worker's `artifacts` capability; without it every call
 /// fails before sending with [`Kind::CapabilityMissing`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Artifacts<'c> {
-    client: &'c Client,
+    calls: &'c Calls,
 }
 
 impl<'c> Artifacts<'c> {
-    pub(crate) fn new(client: &'c Client) -> Self {
-        Artifacts { client }
+    pub(crate) fn new(calls: &'c Calls) -> Self {
+        Artifacts { calls }
     }
 
     /// Stores `data` as an artifact of `media_type`; reference it in a run with
@@ -46,9 +46,9 @@ impl<'c> Artifacts<'c> {
         media_type: &str,
         display_name: Option<&str>,
     ) -> Result<Artifact> {
-        let backend = self.client.backend()?;
-        let info = self.client.server_info().await?;
-        checks::require_capability(&info, capabilities::ARTIFACTS, "an artifact upload")?;
+        let backend = self.calls.backend()?;
+        let info = self.calls.server_info().await?;
+        requests::require_capability(&info, capabilities::ARTIFACTS, "an artifact upload")?;
         let size = data.len() as u64;
         let limit = info.limits.max_artifact_bytes;
         if limit > 0 && size > limit {
@@ -59,9 +59,9 @@ impl<'c> Artifacts<'c> {
             )
             .with_metadata("limit", limit.to_string()));
         }
-        checks::check_media_type(media_type)?;
+        requests::check_media_type(media_type)?;
         if let Some(name) = display_name {
-            checks::check_display_name(name)?;
+            requests::check_display_name(name)?;
         }
         let digest = hex(&Sha256::digest(data));
         let manifest = ArtifactManifest {
@@ -71,7 +71,7 @@ impl<'c> Artifacts<'c> {
             display_name: display_name.unwrap_or_default().to_owned(),
         };
         let stored = self
-            .client
+            .calls
             .mutate(backend.upload_artifact(&manifest, data), None)
             .await?;
         if stored.size_bytes != size || stored.sha256 != digest {
@@ -81,7 +81,7 @@ impl<'c> Artifacts<'c> {
                 "the worker stored an artifact that differs from the upload",
             ));
         }
-        if !checks::is_opaque_id(&stored.artifact_id) {
+        if !requests::is_opaque_id(&stored.artifact_id) {
             return Err(Error::local(
                 Kind::ProtocolViolation,
                 reasons::RESPONSE_MALFORMED,
@@ -94,12 +94,12 @@ impl<'c> Artifacts<'c> {
     /// An artifact's bytes, returned only after their length and SHA-256 match the
     /// declared ones ([`Kind::ArtifactIntegrity`] otherwise). Retried on `UNAVAILABLE`.
     pub async fn download(&self, artifact_id: &str) -> Result<DownloadedArtifact> {
-        checks::check_id(artifact_id, "artifact_id")?;
-        let backend = self.client.backend()?;
-        let info = self.client.server_info().await?;
-        checks::require_capability(&info, capabilities::ARTIFACTS, "an artifact download")?;
+        requests::check_id(artifact_id, "artifact_id")?;
+        let backend = self.calls.backend()?;
+        let info = self.calls.server_info().await?;
+        requests::require_capability(&info, capabilities::ARTIFACTS, "an artifact download")?;
         let max = info.limits.max_artifact_bytes;
-        self.client
+        self.calls
             .read("DownloadArtifact", None, || async move {
                 let mut parts = backend.download_artifact(artifact_id).await?;
                 let mut v = Verifier::new(artifact_id, max);
@@ -209,63 +209,4 @@ impl<'a> Verifier<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn described(data: &[u8]) -> Artifact {
-        Artifact::new(
-            "a1",
-            "text/plain",
-            data.len() as u64,
-            hex(&Sha256::digest(data)),
-        )
-    }
-
-    #[test]
-    fn a_matching_download_is_returned() {
-        let mut v = Verifier::new("a1", 0);
-        v.feed(DownloadPart::Artifact(described(b"hello"))).unwrap();
-        v.feed(DownloadPart::Chunk(b"hel".to_vec())).unwrap();
-        v.feed(DownloadPart::Chunk(b"lo".to_vec())).unwrap();
-        assert_eq!(v.finish().unwrap().data, b"hello");
-    }
-
-    #[test]
-    fn altered_short_long_and_misordered_downloads_fail() {
-        let mut v = Verifier::new("a1", 0);
-        v.feed(DownloadPart::Artifact(described(b"hello"))).unwrap();
-        v.feed(DownloadPart::Chunk(b"jello".to_vec())).unwrap();
-        let err = v.finish().unwrap_err();
-        assert!(err.is(Kind::ArtifactIntegrity));
-        assert_eq!(err.reason(), Some(reasons::ARTIFACT_DIGEST_MISMATCH));
-
-        let mut v = Verifier::new("a1", 0);
-        v.feed(DownloadPart::Artifact(described(b"hello"))).unwrap();
-        v.feed(DownloadPart::Chunk(b"hell".to_vec())).unwrap();
-        assert_eq!(
-            v.finish().unwrap_err().reason(),
-            Some(reasons::ARTIFACT_SIZE_MISMATCH)
-        );
-
-        let mut v = Verifier::new("a1", 0);
-        v.feed(DownloadPart::Artifact(described(b"hi"))).unwrap();
-        let err = v.feed(DownloadPart::Chunk(b"hi!".to_vec())).unwrap_err();
-        assert_eq!(err.reason(), Some(reasons::ARTIFACT_SIZE_MISMATCH));
-
-        let mut v = Verifier::new("a1", 0);
-        assert_eq!(
-            v.feed(DownloadPart::Chunk(b"x".to_vec()))
-                .unwrap_err()
-                .reason(),
-            Some(reasons::ARTIFACT_STREAM_ORDER)
-        );
-
-        let mut v = Verifier::new("a2", 0);
-        assert_eq!(
-            v.feed(DownloadPart::Artifact(described(b"x")))
-                .unwrap_err()
-                .reason(),
-            Some(reasons::ARTIFACT_STREAM_ORDER)
-        );
-    }
-}
+mod tests;

@@ -1,21 +1,15 @@
 //! [`Client`]: one API over every placement.
 
-use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
+use crate::Result;
 use crate::artifacts::Artifacts;
 use crate::backend::Backend;
+use crate::calls::Calls;
+use crate::grpc::{GrpcBackend, SessionSource};
 use crate::model::ServerInfo;
-use crate::options::{ClientOptions, RetryPolicy};
-use crate::retry::read_with_retries;
+use crate::options::ClientOptions;
+use crate::placement::sidecar::SidecarSessions;
+use crate::placement::{DaemonOptions, DaemonSessions, SidecarOptions};
 use crate::runs::Runs;
-use crate::{Code, Error, Kind, Result, reasons};
-
-struct Shared {
-    backend: Box<dyn Backend>,
-    closed: AtomicBool,
-}
 
 /// A connection to a worker: a shared daemon (`Client::connect`), a private sidecar
 /// (`Client::start_sidecar`) or an in-process backend ([`Client::embedded`]).
@@ -43,15 +37,14 @@ struct Shared {
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    shared: Arc<Shared>,
-    options: Arc<ClientOptions>,
+    calls: Calls,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("options", &self.options)
-            .field("closed", &self.shared.closed.load(Ordering::Relaxed))
+            .field("options", self.calls.options())
+            .field("closed", &self.calls.is_closed())
             .finish_non_exhaustive()
     }
 }
@@ -68,134 +61,74 @@ impl Client {
         Client::from_backend(Box::new(backend), options)
     }
 
+    /// Connects to an installed shared worker: checks its discovery files against the
+    /// provisioned identity, makes a pinned TLS 1.3 handshake, only then asks the
+    /// credential provider for the bearer, and verifies GetServerInfo before returning.
+    /// Nothing is sent to a worker that fails a check, and the bearer to none.
+    pub async fn connect(options: DaemonOptions) -> Result<Client> {
+        let sessions = DaemonSessions::open(&options).await?;
+        Ok(Client::over_grpc(
+            sessions,
+            options.client_options().clone(),
+        ))
+    }
+
+    /// Starts a private worker and connects to it: spawns the program in its own process
+    /// group, bootstraps it over inherited pipes (the bearer never leaves memory), checks
+    /// every member of its reply, and proves it exactly as a daemon is proven (pinned TLS
+    /// 1.3, GetServerInfo reporting the instance and the SIDECAR placement).
+    pub async fn start_sidecar(options: SidecarOptions) -> Result<Client> {
+        let client_options = options.client_options().clone();
+        let sessions = SidecarSessions::open(options).await?;
+        Ok(Client::over_grpc(sessions, client_options))
+    }
+
+    /// A client over the gRPC backend (the daemon's and the sidecar's connect use it).
+    pub(crate) fn over_grpc(sessions: impl SessionSource, options: ClientOptions) -> Client {
+        Client::from_backend(Box::new(GrpcBackend::new(sessions)), options)
+    }
+
     pub(crate) fn from_backend(backend: Box<dyn Backend>, options: ClientOptions) -> Client {
         Client {
-            shared: Arc::new(Shared {
-                backend,
-                closed: AtomicBool::new(false),
-            }),
-            options: Arc::new(options),
+            calls: Calls::new(backend, options),
         }
     }
 
     /// A client on the same connection with other options (timeout, retry policy...).
     pub fn with_options(&self, options: ClientOptions) -> Client {
         Client {
-            shared: self.shared.clone(),
-            options: Arc::new(options),
+            calls: self.calls.with_options(options),
         }
     }
 
     /// The options in force.
     pub fn options(&self) -> &ClientOptions {
-        &self.options
+        self.calls.options()
     }
 
     /// What the worker advertises (its identity was verified when connecting).
     pub async fn server_info(&self) -> Result<ServerInfo> {
-        let backend = self.backend()?;
-        self.read("GetServerInfo", None, || backend.server_info())
-            .await
+        self.calls.server_info().await
     }
 
     /// Create, read, list, watch, cancel and answer runs.
     pub fn runs(&self) -> Runs<'_> {
-        Runs::new(self)
+        Runs::new(&self.calls)
     }
 
     /// Upload and download artifacts.
     pub fn artifacts(&self) -> Artifacts<'_> {
-        Artifacts::new(self)
+        Artifacts::new(&self.calls)
     }
 
     /// Closes the connection (for a sidecar: stops the worker). Later calls, on this
-    /// client and every clone, fail with [`Kind::ClientClosed`]. Idempotent.
+    /// client and every clone, fail with [`Kind::ClientClosed`](crate::Kind::ClientClosed). Idempotent.
     pub fn close(&self) {
-        if !self.shared.closed.swap(true, Ordering::SeqCst) {
-            self.shared.backend.close();
-        }
+        self.calls.close();
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn backend(&self) -> Result<&dyn Backend> {
-        if self.is_closed() {
-            return Err(Error::local(
-                Kind::ClientClosed,
-                reasons::CLIENT_CLOSED,
-                "the client was closed",
-            ));
-        }
-        Ok(&*self.shared.backend)
-    }
-
-    /// Runs one call under the per-call timeout.
-    pub(crate) async fn timed<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
-        match self.options.timeout() {
-            None => call.await,
-            Some(limit) => match tokio::time::timeout(limit, call).await {
-                Ok(result) => result,
-                Err(_) => Err(Error::status(
-                    Kind::DeadlineExceeded,
-                    Code::DeadlineExceeded,
-                    None,
-                    format!("the call did not finish within {limit:?}"),
-                )),
-            },
-        }
-    }
-
-    /// A read: retried on `UNAVAILABLE` under the policy (`policy` or the client's).
-    pub(crate) async fn read<T, F, Fut>(
-        &self,
-        what: &'static str,
-        policy: Option<RetryPolicy>,
-        mut attempt: F,
-    ) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        let policy = policy.unwrap_or(*self.options.retry());
-        let mut first = true;
-        read_with_retries(what, policy, || {
-            // A retry finds a client closed during the pause before it closed.
-            let closed = if std::mem::take(&mut first) {
-                None
-            } else {
-                self.backend().err()
-            };
-            let call = attempt();
-            async move {
-                match closed {
-                    Some(e) => Err(e),
-                    None => self.timed(call).await,
-                }
-            }
-        })
-        .await
-    }
-
-    /// A mutation: sent once; a transport failure after it may have reached the worker
-    /// leaves its outcome unknown (S2).
-    pub(crate) async fn mutate<T>(
-        &self,
-        call: impl Future<Output = Result<T>>,
-        idempotency_key: Option<&str>,
-    ) -> Result<T> {
-        self.timed(call).await.map_err(|e| {
-            let e = if e.is(Kind::Transport) && e.reason() != Some(reasons::UNREACHABLE) {
-                e.with_kind(Kind::OutcomeUnknown)
-            } else {
-                e
-            };
-            match idempotency_key {
-                Some(key) if e.idempotency_key().is_none() => e.with_idempotency_key(key),
-                _ => e,
-            }
-        })
+        self.calls.is_closed()
     }
 }

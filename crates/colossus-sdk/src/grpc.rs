@@ -3,8 +3,9 @@
 //! The session (pinned TLS 1.3 channel, checked GetServerInfo answer, bearer) comes from
 //! the transport through a [`SessionSource`]: a daemon's is fixed, a sidecar's restarts
 //! its worker when it exited. This module adds what every call needs on the wire: the
-//! authorization header, the request and response caps, and the error mapping of
-//! [`crate::status`]. Retries, the watch rules and integrity checks are the client's.
+//! authorization header, the request cap ([`crate::request_cap`]), the response cap and
+//! the error mapping of [`crate::status`]. Retries, the watch rules and integrity checks
+//! are the client's.
 
 use std::sync::Arc;
 
@@ -23,15 +24,9 @@ use crate::model::{
 use crate::proto;
 use crate::proto::artifact_service_client::ArtifactServiceClient;
 use crate::proto::run_service_client::RunServiceClient;
+use crate::request_cap::{check_cap, chunk_bytes};
 use crate::status::{self, CallKind};
 use crate::{Error, Kind, Result, reasons};
-
-/// Upload chunk size when the worker advertises none.
-const DEFAULT_CHUNK_BYTES: usize = 64 * 1024;
-/// gRPC framing of a message: compression flag and length.
-const FRAME_BYTES: u64 = 5;
-/// A chunk message's own framing (field tag and length).
-const CHUNK_FRAMING: u64 = 6;
 
 /// One verified connection to a worker.
 pub(crate) trait GrpcSession: Send + Sync + 'static {
@@ -70,27 +65,9 @@ impl GrpcBackend {
     }
 }
 
-/// C7: a message over the advertised request cap is refused before anything is sent.
-/// The cap counts the encoded message, not gRPC's 5-byte length prefix, and is inclusive:
-/// a message of exactly `limit` bytes is sent (as the worker and the Go SDK count it;
-/// conformance limits.request-exactly-at-advertised-cap).
-fn check_cap(session: &dyn GrpcSession, message: &impl Message) -> Result<()> {
-    let limit = session.server_info().limits.max_request_bytes;
-    let size = message.encoded_len() as u64;
-    if limit > 0 && size > limit {
-        return Err(Error::local(
-            Kind::ResourceExhausted,
-            reasons::REQUEST_TOO_LARGE,
-            format!("the request is {size} bytes; the worker accepts {limit}"),
-        )
-        .with_metadata("limit", limit.to_string()));
-    }
-    Ok(())
-}
-
 /// An authorized request, refused locally when it is over the advertised request cap.
 fn request<T: Message>(session: &dyn GrpcSession, message: T) -> Result<tonic::Request<T>> {
-    check_cap(session, &message)?;
+    check_cap(session.server_info(), &message)?;
     let mut req = tonic::Request::new(message);
     session.authorize(req.metadata_mut())?;
     Ok(req)
@@ -152,21 +129,6 @@ fn read_err(s: tonic::Status) -> Error {
 
 fn mutation_err(s: tonic::Status) -> Error {
     status::map(&s, CallKind::Mutation, None)
-}
-
-/// Upload chunks fit both the advertised chunk cap and the request cap.
-fn chunk_bytes(info: &ServerInfo) -> usize {
-    let l = &info.limits;
-    let mut chunk = if l.max_artifact_chunk_bytes > 0 {
-        u64::from(l.max_artifact_chunk_bytes)
-    } else {
-        DEFAULT_CHUNK_BYTES as u64
-    };
-    let framing = FRAME_BYTES + CHUNK_FRAMING;
-    if l.max_request_bytes > framing {
-        chunk = chunk.min(l.max_request_bytes - framing);
-    }
-    chunk.clamp(1, 1 << 30) as usize
 }
 
 impl Backend for GrpcBackend {
@@ -303,7 +265,7 @@ impl Backend for GrpcBackend {
             // Every message of the stream is held to the cap, the manifest first: a
             // refused upload is not even a call.
             for part in &parts {
-                check_cap(&*s, part)?;
+                check_cap(s.server_info(), part)?;
             }
             let mut req = tonic::Request::new(tokio_stream::iter(parts));
             s.authorize(req.metadata_mut())?;
@@ -355,21 +317,5 @@ impl Backend for GrpcBackend {
     }
 }
 
-impl crate::Client {
-    /// A client over the gRPC backend (the daemon's and the sidecar's connect use it).
-    #[allow(dead_code)]
-    pub(crate) fn over_grpc(
-        sessions: impl SessionSource,
-        options: crate::options::ClientOptions,
-    ) -> crate::Client {
-        crate::Client::from_backend(Box::new(GrpcBackend::new(sessions)), options)
-    }
-}
-
 #[cfg(test)]
-#[path = "status_tests_support.rs"]
-mod status_tests_support;
-
-#[cfg(test)]
-#[path = "grpc_tests.rs"]
 mod tests;

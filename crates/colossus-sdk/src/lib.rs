@@ -38,7 +38,7 @@
 
 mod artifacts;
 pub mod backend;
-mod checks;
+mod calls;
 mod client;
 mod convert;
 pub mod credentials;
@@ -47,17 +47,22 @@ pub mod embedded;
 mod error;
 mod event_codec;
 mod grpc;
-#[cfg(test)]
-mod log_capture;
 pub mod model;
 pub mod options;
+mod outcome;
+mod pagination;
 pub mod placement;
 mod proto;
+mod rate_limit;
 pub mod reasons;
+mod request_cap;
+mod requests;
 mod retry;
 mod runs;
 pub mod security;
 mod status;
+#[cfg(test)]
+mod testing;
 mod transport;
 mod trust;
 mod watch;
@@ -82,7 +87,7 @@ pub struct ReadmeDoctests;
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod __bench {
-    //! What `benches/figures.rs` needs to compare the SDK with a raw tonic client, behind the
+    //! What `benches/figures/` needs to compare the SDK with a raw tonic client, behind the
     //! non-default `bench` feature. Not part of the SDK's API: hidden from the docs, no
     //! stability promise, and compiled only when the feature is asked for.
     //!

@@ -67,7 +67,7 @@
 //! passes through the same pinned verifier, the Rust SDK has no residual TLS risk: a process
 //! that takes over the worker's port cannot receive a request or the bearer, whatever it
 //! presents. The test `placement::daemon::tests::a_restart_into_a_hostile_listener_fails_typed_and_gets_no_bearer`
-//! (in `src/placement/daemon_tests.rs`)
+//! (in `src/placement/daemon/tests.rs`)
 //! proves it: a client connected to a genuine worker sees that worker replaced, on the same
 //! port, by a TLS-1.2-only listener, a listener with a foreign leaf, and one presenting a
 //! chain; each next call fails with the typed refusal, the hostile listener records no

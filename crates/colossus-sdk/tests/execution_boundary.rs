@@ -14,7 +14,7 @@ use colossus_sdk::{Client, Kind};
 use futures_util::TryStreamExt;
 
 mod support;
-use support::reference_worker;
+use support::{reference_worker, start_script};
 
 fn state_dir(tag: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
@@ -41,13 +41,7 @@ async fn start(
 
 /// The phases of the script's tool activities, in order.
 async fn tool_phases(client: &Client) -> Vec<ToolActivityPhase> {
-    let script = "colossus-script v1\ntool web.fetch\ntool filesystem.read\n";
-    let run = client
-        .runs()
-        .create(CreateRunRequest::text(script))
-        .await
-        .unwrap()
-        .run;
+    let run = start_script(client, "tool web.fetch\ntool filesystem.read").await;
     let events: Vec<_> = client
         .runs()
         .watch(&run.run_id)

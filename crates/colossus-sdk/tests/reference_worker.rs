@@ -19,7 +19,10 @@ use colossus_sdk::placement::{DaemonOptions, SidecarOptions};
 use colossus_sdk::{Bearer, Client, Kind, reasons};
 
 mod support;
-use support::reference_worker;
+use support::{
+    all_pages, assert_download, assert_upload_refused, create_runs, reference_worker, script,
+    start_script,
+};
 
 /// A `dev` worker on a private folder, stopped when dropped.
 struct DevWorker {
@@ -74,6 +77,12 @@ fn field(line: &str, name: &str) -> String {
 }
 
 impl DevWorker {
+    /// A worker for `test`, or `None` (said on stderr) when there is no worker program.
+    async fn for_test(test: &str) -> Option<DevWorker> {
+        let exe = reference_worker(test)?;
+        Some(DevWorker::start(&exe, &[]).await)
+    }
+
     async fn start(exe: &Path, extra: &[&str]) -> DevWorker {
         let dir = tempdir::Dir::new("dev");
         let mut child = Command::new(exe)
@@ -133,17 +142,13 @@ impl DevWorker {
     }
 }
 
-fn script(lines: &str) -> CreateRunRequest {
-    CreateRunRequest::text(format!("colossus-script v1\n{lines}\n"))
-}
-
 #[tokio::test]
 async fn a_scripted_run_is_watched_answered_and_reconciled_over_tls() {
-    let Some(exe) = reference_worker("a_scripted_run_is_watched_answered_and_reconciled_over_tls")
+    let Some(worker) =
+        DevWorker::for_test("a_scripted_run_is_watched_answered_and_reconciled_over_tls").await
     else {
         return;
     };
-    let worker = DevWorker::start(&exe, &[]).await;
     let client = worker.connect().await;
     let info = client.server_info().await.unwrap();
     assert_eq!(info.instance_id, worker.instance_id);
@@ -193,11 +198,11 @@ fn created_request_again(created: &CreateRunResult) -> CreateRunRequest {
 
 #[tokio::test]
 async fn idempotency_paging_resume_and_cancel_against_the_worker() {
-    let Some(exe) = reference_worker("idempotency_paging_resume_and_cancel_against_the_worker")
+    let Some(worker) =
+        DevWorker::for_test("idempotency_paging_resume_and_cancel_against_the_worker").await
     else {
         return;
     };
-    let worker = DevWorker::start(&exe, &[]).await;
     // Seven creates in a row meet the worker's create rate limit: the opt-in retry sends
     // each refused one again with its key after the worker's RetryInfo delay.
     let options = ClientOptions::builder()
@@ -219,30 +224,14 @@ async fn idempotency_paging_resume_and_cancel_against_the_worker() {
     assert!(conflict.is(Kind::IdempotencyConflict), "{conflict}");
     assert_eq!(conflict.reason(), Some(reasons::IDEMPOTENCY_CONFLICT));
 
-    for i in 0..4 {
-        client
-            .runs()
-            .create(CreateRunRequest::text(format!("run {i}")))
-            .await
-            .unwrap();
-    }
-    let pages: Vec<RunPage> = client
-        .runs()
-        .pages(ListRunsQuery::new().page_size(2))
-        .try_collect()
-        .await
-        .unwrap();
+    create_runs(&client, 4).await;
+    let pages = all_pages(&client, 2).await;
     let total: usize = pages.iter().map(|p| p.runs.len()).sum();
     assert_eq!(total, 5);
     assert!(pages.len() >= 3, "{} pages", pages.len());
 
     // Resume a watch from a stored cursor: nothing repeated, nothing skipped.
-    let long = client
-        .runs()
-        .create(script("repeat 5 say x\nsleep 200\nsay y"))
-        .await
-        .unwrap()
-        .run;
+    let long = start_script(&client, "repeat 5 say x\nsleep 200\nsay y").await;
     let mut watch = client.runs().watch(&long.run_id);
     let first_event = watch.next().await.unwrap().unwrap();
     let cursor = watch.last_sequence();
@@ -257,12 +246,7 @@ async fn idempotency_paging_resume_and_cancel_against_the_worker() {
     assert_eq!(rest.first().unwrap().sequence, cursor + 1);
     assert!(rest.last().unwrap().is_terminal());
 
-    let sleeper = client
-        .runs()
-        .create(script("sleep forever"))
-        .await
-        .unwrap()
-        .run;
+    let sleeper = start_script(&client, "sleep forever").await;
     client.runs().cancel(&sleeper.run_id).await.unwrap();
     let ended = client.runs().wait(&sleeper.run_id).await.unwrap();
     assert_eq!(ended.status, RunStatus::Cancelled);
@@ -271,10 +255,10 @@ async fn idempotency_paging_resume_and_cancel_against_the_worker() {
 
 #[tokio::test]
 async fn artifacts_round_trip_and_a_wrong_pin_is_refused() {
-    let Some(exe) = reference_worker("artifacts_round_trip_and_a_wrong_pin_is_refused") else {
+    let Some(worker) = DevWorker::for_test("artifacts_round_trip_and_a_wrong_pin_is_refused").await
+    else {
         return;
     };
-    let worker = DevWorker::start(&exe, &[]).await;
     let client = worker.connect().await;
     let info = client.server_info().await.unwrap();
     if info.has_capability(capabilities::ARTIFACTS) {
@@ -284,19 +268,9 @@ async fn artifacts_round_trip_and_a_wrong_pin_is_refused() {
             .upload(&data, "text/plain")
             .await
             .unwrap();
-        let back = client
-            .artifacts()
-            .download(&stored.artifact_id)
-            .await
-            .unwrap();
-        assert_eq!(back.data, data);
+        assert_download(&client, &stored, &data).await;
     } else {
-        let err = client
-            .artifacts()
-            .upload(b"x", "text/plain")
-            .await
-            .unwrap_err();
-        assert!(err.is(Kind::CapabilityMissing));
+        assert_upload_refused(&client).await;
     }
 
     let bearer = std::fs::read_to_string(&worker.bearer_path).unwrap();
@@ -327,12 +301,7 @@ async fn a_sidecar_is_started_used_and_stopped() {
     let client = Client::start_sidecar(options).await.unwrap();
     let info = client.server_info().await.unwrap();
     assert_eq!(info.deployment_mode, DeploymentMode::Sidecar);
-    let run = client
-        .runs()
-        .create(script("say one\nsay two"))
-        .await
-        .unwrap()
-        .run;
+    let run = start_script(&client, "say one\nsay two").await;
     let text: Vec<String> = client
         .runs()
         .text_stream(&run.run_id)

@@ -7,7 +7,11 @@
 
 use std::time::Duration;
 
-use crate::{Code, reasons};
+use futures_util::{StreamExt, stream};
+
+use crate::backend::{BoxStream, WatchedEvent};
+use crate::status::{self, CallKind};
+use crate::{Code, Result, reasons};
 
 /// A call of the [`Backend`](crate::backend::Backend), named as the contract's RPC.
 #[non_exhaustive]
@@ -172,3 +176,99 @@ impl Fault {
         self.method
     }
 }
+
+pub(super) fn call_kind(method: Method) -> CallKind {
+    if method.is_mutation() {
+        CallKind::Mutation
+    } else {
+        CallKind::Read
+    }
+}
+
+/// A call that took effect, then lost its connection under an `unavailable_after_commit`
+/// fault.
+pub(super) fn after_commit<T>(
+    fault: Option<Fault>,
+    method: Method,
+    result: Result<T>,
+) -> Result<T> {
+    match (fault, result) {
+        (Some(f), Ok(_)) if f.kind == FaultKind::AfterCommit => Err(status::from_parts(
+            Code::Unavailable,
+            None,
+            "connection lost after commit",
+            None,
+            call_kind(method),
+        )),
+        (_, result) => result,
+    }
+}
+
+/// A watch stream under a `drop_watch`, `gap` or `replay` fault, which strikes at the
+/// event of index `after_events` (counted from the first event this stream sends).
+pub(super) fn faulty_watch(
+    inner: BoxStream<'static, Result<WatchedEvent>>,
+    fault: Fault,
+) -> BoxStream<'static, Result<WatchedEvent>> {
+    struct S {
+        inner: BoxStream<'static, Result<WatchedEvent>>,
+        fault: Fault,
+        index: usize,
+        first: Option<WatchedEvent>,
+        held: Option<WatchedEvent>,
+        dropped: bool,
+    }
+    let start = S {
+        inner,
+        fault,
+        index: 0,
+        first: None,
+        held: None,
+        dropped: false,
+    };
+    Box::pin(stream::unfold(start, |mut s| async move {
+        if s.dropped {
+            return None;
+        }
+        if let Some(held) = s.held.take() {
+            return Some((Ok(held), s));
+        }
+        loop {
+            let event = match s.inner.next().await? {
+                Ok(event) => event,
+                Err(e) => return Some((Err(e), s)),
+            };
+            let i = s.index;
+            s.index += 1;
+            if i == 0 {
+                s.first = Some(event.clone());
+            }
+            if i == s.fault.after_events {
+                match s.fault.kind {
+                    FaultKind::Drop => {
+                        s.dropped = true;
+                        let err = status::from_parts(
+                            Code::Unavailable,
+                            None,
+                            "connection dropped",
+                            None,
+                            CallKind::Read,
+                        );
+                        return Some((Err(err), s));
+                    }
+                    FaultKind::Gap => continue,
+                    FaultKind::Replay if i > 0 => {
+                        let first = s.first.clone().expect("the first event was kept");
+                        s.held = Some(event);
+                        return Some((Ok(first), s));
+                    }
+                    _ => {}
+                }
+            }
+            return Some((Ok(event), s));
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests;

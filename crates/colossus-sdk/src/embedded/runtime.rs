@@ -1,31 +1,27 @@
-//! [`EmbeddedRuntime`]: runs in the application's process and implements
-//! [`Backend`].
+//! [`EmbeddedRuntime`]: runs in the application's process and implements [`Backend`]:
+//! each call takes its armed fault (see [`faults`](super::faults)), then reads or updates
+//! the [store](super::store); a created run's program runs in the
+//! [executor](super::executor).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::collections::HashSet;
+use std::sync::{Arc, MutexGuard};
+use std::time::SystemTime;
 
-use futures_util::{StreamExt, stream};
-use sha2::{Digest, Sha256};
-use tokio::sync::{Notify, oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{Notify, watch};
 
-use super::faults::{Fault, FaultKind, Method};
-use super::script::{self, Step};
+use super::executor::Exec;
+use super::faults::{Fault, FaultKind, Method, after_commit, call_kind, faulty_watch};
+use super::script;
+use super::store::{DOWNLOAD_CHUNK, RunState, State, Store, closed, new_id, refused};
 use super::tools;
 use crate::backend::{Backend, BoxFuture, BoxStream, WatchedEvent};
 use crate::model::{
-    ActionClass, Answer, Approval, ApprovalDecision, Artifact, ArtifactManifest, CreateRunRequest,
-    CreateRunResult, DeploymentMode, DownloadPart, EventPayload, InputPart, Interaction,
-    InteractionKind, InteractionOutcome, Limits, ListRunsQuery, PlanResult, PlanStatus, Prompt,
-    Run, RunEvent, RunFailure, RunMode, RunPage, RunResult, RunStatus, ServerInfo,
-    ToolActivityPhase, capabilities,
+    Answer, Artifact, ArtifactManifest, CreateRunRequest, CreateRunResult, DeploymentMode,
+    DownloadPart, InputPart, Limits, ListRunsQuery, Run, RunPage, RunStatus, ServerInfo,
+    capabilities,
 };
-use crate::status::{self, CallKind};
-use crate::{Code, Error, Kind, Result, reasons};
-
-const DEFAULT_PAGE_SIZE: usize = 50;
-const DOWNLOAD_CHUNK: usize = 64 * 1024;
+use crate::status;
+use crate::{Code, Kind, Result, reasons};
 
 /// An in-process scripted runtime: demos and tests without a worker process.
 ///
@@ -74,30 +70,8 @@ impl Default for EmbeddedRuntime {
 
 struct Inner {
     info: ServerInfo,
-    tools: HashSet<String>,
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    runs: HashMap<String, RunState>,
-    /// Run IDs, oldest first.
-    order: Vec<String>,
-    keys: HashMap<String, (String, CreateRunRequest)>,
-    artifacts: HashMap<String, (Artifact, Arc<Vec<u8>>)>,
-    tasks: Vec<JoinHandle<()>>,
-    closed: bool,
-    /// Injected faults, oldest first; each is used by the next call it applies to.
-    faults: Vec<Fault>,
-}
-
-struct RunState {
-    run: Run,
-    events: Vec<RunEvent>,
-    published: watch::Sender<u64>,
-    pending: Option<oneshot::Sender<Answer>>,
-    cancel: Arc<Notify>,
-    cancel_requested: bool,
+    tools: Arc<HashSet<String>>,
+    store: Arc<Store>,
 }
 
 impl EmbeddedRuntime {
@@ -126,7 +100,7 @@ impl EmbeddedRuntime {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner.store.lock()
     }
 
     /// Arms `fault` for the next call it applies to (see [`Fault`]); faults for the same
@@ -172,95 +146,6 @@ impl EmbeddedRuntime {
             other => Ok(other),
         }
     }
-}
-
-fn call_kind(method: Method) -> CallKind {
-    if method.is_mutation() {
-        CallKind::Mutation
-    } else {
-        CallKind::Read
-    }
-}
-
-/// A call that took effect, then lost its connection under an `unavailable_after_commit`
-/// fault.
-fn after_commit<T>(fault: Option<Fault>, method: Method, result: Result<T>) -> Result<T> {
-    match (fault, result) {
-        (Some(f), Ok(_)) if f.kind == FaultKind::AfterCommit => Err(status::from_parts(
-            Code::Unavailable,
-            None,
-            "connection lost after commit",
-            None,
-            call_kind(method),
-        )),
-        (_, result) => result,
-    }
-}
-
-/// A watch stream under a `drop_watch`, `gap` or `replay` fault, which strikes at the
-/// event of index `after_events` (counted from the first event this stream sends).
-fn faulty_watch(
-    inner: BoxStream<'static, Result<WatchedEvent>>,
-    fault: Fault,
-) -> BoxStream<'static, Result<WatchedEvent>> {
-    struct S {
-        inner: BoxStream<'static, Result<WatchedEvent>>,
-        fault: Fault,
-        index: usize,
-        first: Option<WatchedEvent>,
-        held: Option<WatchedEvent>,
-        dropped: bool,
-    }
-    let start = S {
-        inner,
-        fault,
-        index: 0,
-        first: None,
-        held: None,
-        dropped: false,
-    };
-    Box::pin(stream::unfold(start, |mut s| async move {
-        if s.dropped {
-            return None;
-        }
-        if let Some(held) = s.held.take() {
-            return Some((Ok(held), s));
-        }
-        loop {
-            let event = match s.inner.next().await? {
-                Ok(event) => event,
-                Err(e) => return Some((Err(e), s)),
-            };
-            let i = s.index;
-            s.index += 1;
-            if i == 0 {
-                s.first = Some(event.clone());
-            }
-            if i == s.fault.after_events {
-                match s.fault.kind {
-                    FaultKind::Drop => {
-                        s.dropped = true;
-                        let err = status::from_parts(
-                            Code::Unavailable,
-                            None,
-                            "connection dropped",
-                            None,
-                            CallKind::Read,
-                        );
-                        return Some((Err(err), s));
-                    }
-                    FaultKind::Gap => continue,
-                    FaultKind::Replay if i > 0 => {
-                        let first = s.first.clone().expect("the first event was kept");
-                        s.held = Some(event);
-                        return Some((Ok(first), s));
-                    }
-                    _ => {}
-                }
-            }
-            return Some((Ok(event), s));
-        }
-    }))
 }
 
 /// Builds an [`EmbeddedRuntime`].
@@ -317,40 +202,11 @@ impl EmbeddedRuntimeBuilder {
         EmbeddedRuntime {
             inner: Arc::new(Inner {
                 info,
-                tools: self.tools,
-                state: Mutex::new(State::default()),
+                tools: Arc::new(self.tools),
+                store: Arc::new(Store::default()),
             }),
         }
     }
-}
-
-fn new_id(prefix: &str) -> String {
-    let mut b = [0u8; 10];
-    getrandom::fill(&mut b).expect("the OS random source failed");
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{prefix}_{hex}")
-}
-
-fn refused(kind: Kind, code: Code, reason: &str, message: impl Into<String>) -> Error {
-    Error::status(kind, code, Some(reason.to_owned()), message)
-}
-
-fn run_not_found() -> Error {
-    refused(
-        Kind::NotFound,
-        Code::NotFound,
-        reasons::RUN_NOT_FOUND,
-        "no such run",
-    )
-}
-
-fn closed() -> Error {
-    Error::status(
-        Kind::Transport,
-        Code::Unavailable,
-        None,
-        "the embedded runtime is closed",
-    )
 }
 
 impl EmbeddedRuntime {
@@ -430,7 +286,8 @@ impl EmbeddedRuntime {
             .keys
             .insert(key.clone(), (run_id.clone(), request.clone()));
         let exec = Exec {
-            rt: self.clone(),
+            store: self.inner.store.clone(),
+            tools: self.inner.tools.clone(),
             run_id,
             cancel,
             texts: texts.iter().map(|t| (*t).to_owned()).collect(),
@@ -442,558 +299,6 @@ impl EmbeddedRuntime {
         state.tasks.retain(|t| !t.is_finished());
         state.tasks.push(tokio::spawn(exec.main(steps)));
         Ok(CreateRunResult::new(run, false, key))
-    }
-
-    fn get(&self, run_id: &str) -> Result<Run> {
-        let state = self.lock();
-        state
-            .runs
-            .get(run_id)
-            .map(|r| r.run.clone())
-            .ok_or_else(run_not_found)
-    }
-
-    fn list(&self, query: &ListRunsQuery) -> Result<RunPage> {
-        let state = self.lock();
-        let offset: usize = match query.page_token() {
-            None => 0,
-            Some(t) => t
-                .strip_prefix("o")
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| {
-                    refused(
-                        Kind::InvalidArgument,
-                        Code::InvalidArgument,
-                        reasons::PAGE_TOKEN_INVALID,
-                        "bad page token",
-                    )
-                })?,
-        };
-        let size = match query.requested_page_size() {
-            0 => DEFAULT_PAGE_SIZE,
-            n => (n as usize).min(self.inner.info.limits.max_list_page_size as usize),
-        };
-        let matching: Vec<&Run> = state
-            .order
-            .iter()
-            .rev()
-            .map(|id| &state.runs[id].run)
-            .filter(|r| {
-                query.status_filter().is_empty() || query.status_filter().contains(&r.status)
-            })
-            .collect();
-        let runs: Vec<Run> = matching
-            .iter()
-            .skip(offset)
-            .take(size)
-            .map(|r| (*r).clone())
-            .collect();
-        let next = offset + runs.len();
-        let token = (next < matching.len()).then(|| format!("o{next}"));
-        Ok(RunPage::new(runs, token))
-    }
-
-    fn cancel(&self, run_id: &str) -> Result<Run> {
-        let mut state = self.lock();
-        let rs = state.runs.get_mut(run_id).ok_or_else(run_not_found)?;
-        if !rs.run.status.is_terminal() && !rs.cancel_requested {
-            rs.cancel_requested = true;
-            let previous = rs.run.status;
-            push(
-                rs,
-                EventPayload::StatusChanged {
-                    previous_status: previous,
-                    status: RunStatus::Cancelling,
-                },
-            );
-            rs.run.status = RunStatus::Cancelling;
-            rs.cancel.notify_one();
-        }
-        Ok(rs.run.clone())
-    }
-
-    fn respond(&self, run_id: &str, interaction_id: &str, answer: &Answer) -> Result<Run> {
-        let mut state = self.lock();
-        let rs = state.runs.get_mut(run_id).ok_or_else(run_not_found)?;
-        let Some(pending) = rs
-            .run
-            .pending_interaction
-            .as_ref()
-            .filter(|i| i.interaction_id == interaction_id)
-        else {
-            let resolved = rs.events.iter().any(|e| {
-                matches!(&e.payload, EventPayload::InteractionResolved { interaction_id: id, .. } if id == interaction_id)
-            });
-            return Err(if resolved {
-                refused(
-                    Kind::FailedPrecondition,
-                    Code::FailedPrecondition,
-                    reasons::INTERACTION_ALREADY_RESOLVED,
-                    "the interaction was already answered",
-                )
-            } else {
-                refused(
-                    Kind::NotFound,
-                    Code::NotFound,
-                    reasons::INTERACTION_NOT_FOUND,
-                    "no such interaction",
-                )
-            });
-        };
-        let matches = match (&pending.kind, answer) {
-            (InteractionKind::Prompt(p), Answer::Prompt { choice }) => p.choices.contains(choice),
-            (InteractionKind::Approval(a), Answer::Approval { binding, .. }) => {
-                &a.binding == binding
-            }
-            _ => false,
-        };
-        if !matches {
-            return Err(refused(
-                Kind::InvalidArgument,
-                Code::InvalidArgument,
-                reasons::INTERACTION_ANSWER_MISMATCH,
-                "the answer does not echo a displayed choice or the approval binding",
-            ));
-        }
-        if let Some(tx) = rs.pending.take() {
-            let _ = tx.send(answer.clone());
-        }
-        rs.run.pending_interaction = None;
-        Ok(rs.run.clone())
-    }
-
-    fn watch(&self, run_id: &str, after: u64) -> Result<BoxStream<'static, Result<WatchedEvent>>> {
-        let rx = {
-            let state = self.lock();
-            state
-                .runs
-                .get(run_id)
-                .ok_or_else(run_not_found)?
-                .published
-                .subscribe()
-        };
-        let rt = self.clone();
-        let run_id = run_id.to_owned();
-        Ok(Box::pin(stream::unfold(
-            (rt, run_id, after, rx),
-            |(rt, run_id, cursor, mut rx)| async move {
-                loop {
-                    {
-                        let state = rt.lock();
-                        if state.closed {
-                            return Some((Err(closed()), (rt.clone(), run_id, u64::MAX, rx)));
-                        }
-                        let rs = state.runs.get(&run_id)?;
-                        if let Some(event) =
-                            usize::try_from(cursor).ok().and_then(|i| rs.events.get(i))
-                        {
-                            let event = event.clone();
-                            drop(state);
-                            return Some((
-                                Ok(WatchedEvent::new(event)),
-                                (rt, run_id, cursor + 1, rx),
-                            ));
-                        }
-                        if rs.run.status.is_terminal() {
-                            return None; // a clean close: the client reconciles with GetRun
-                        }
-                    }
-                    rx.changed().await.ok()?;
-                }
-            },
-        )))
-    }
-
-    fn upload(&self, manifest: &ArtifactManifest, data: &[u8]) -> Result<Artifact> {
-        let digest: String = Sha256::digest(data)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        if data.len() as u64 != manifest.size_bytes || digest != manifest.sha256 {
-            return Err(refused(
-                Kind::InvalidArgument,
-                Code::InvalidArgument,
-                reasons::ARTIFACT_INTEGRITY_MISMATCH,
-                "the bytes differ from the manifest",
-            ));
-        }
-        let mut artifact = Artifact::new(
-            new_id("art"),
-            manifest.media_type.clone(),
-            manifest.size_bytes,
-            digest,
-        );
-        artifact.display_name = manifest.display_name.clone();
-        self.lock().artifacts.insert(
-            artifact.artifact_id.clone(),
-            (artifact.clone(), Arc::new(data.to_vec())),
-        );
-        Ok(artifact)
-    }
-
-    fn download(&self, artifact_id: &str) -> Result<BoxStream<'static, Result<DownloadPart>>> {
-        let (artifact, data) =
-            self.lock()
-                .artifacts
-                .get(artifact_id)
-                .cloned()
-                .ok_or_else(|| {
-                    refused(
-                        Kind::NotFound,
-                        Code::NotFound,
-                        reasons::ARTIFACT_NOT_FOUND,
-                        "no such artifact",
-                    )
-                })?;
-        let mut parts = vec![Ok(DownloadPart::Artifact(artifact))];
-        parts.extend(
-            data.chunks(DOWNLOAD_CHUNK)
-                .map(|c| Ok(DownloadPart::Chunk(c.to_vec()))),
-        );
-        Ok(Box::pin(stream::iter(parts)))
-    }
-}
-
-/// Appends one event and wakes the watches.
-fn push(rs: &mut RunState, payload: EventPayload) {
-    let sequence = rs.events.len() as u64 + 1;
-    let event = RunEvent::new(rs.run.run_id.clone(), sequence, payload);
-    rs.run.update_time = event.event_time;
-    rs.run.last_sequence = sequence;
-    rs.events.push(event);
-    rs.published.send_replace(sequence);
-}
-
-/// How a run's program stopped early.
-enum Stop {
-    Cancelled,
-    Failed(String, String),
-}
-
-/// One run's program.
-struct Exec {
-    rt: EmbeddedRuntime,
-    run_id: String,
-    cancel: Arc<Notify>,
-    texts: Vec<String>,
-    request: CreateRunRequest,
-    output: String,
-    turns: u32,
-    max_turns: u32,
-}
-
-impl Exec {
-    fn with_run<T>(&self, f: impl FnOnce(&mut RunState) -> T) -> Option<T> {
-        let mut state = self.rt.lock();
-        state.runs.get_mut(&self.run_id).map(f)
-    }
-
-    fn emit(&self, payload: EventPayload) -> Result<(), Stop> {
-        match self.with_run(|rs| (rs.cancel_requested, push(rs, payload))) {
-            Some((true, _)) => Err(Stop::Cancelled),
-            _ => Ok(()),
-        }
-    }
-
-    fn set_status(&self, status: RunStatus) -> Result<(), Stop> {
-        self.with_run(|rs| {
-            if rs.cancel_requested {
-                return Err(Stop::Cancelled);
-            }
-            let previous = rs.run.status;
-            push(
-                rs,
-                EventPayload::StatusChanged {
-                    previous_status: previous,
-                    status,
-                },
-            );
-            rs.run.status = status;
-            Ok(())
-        })
-        .unwrap_or(Err(Stop::Cancelled))
-    }
-
-    fn check_cancel(&self) -> Result<(), Stop> {
-        match self.with_run(|rs| rs.cancel_requested) {
-            Some(false) => Ok(()),
-            _ => Err(Stop::Cancelled),
-        }
-    }
-
-    fn say(&mut self, text: &str) -> Result<(), Stop> {
-        self.output.push_str(text);
-        self.emit(EventPayload::OutputDelta {
-            text: text.to_owned(),
-        })
-    }
-
-    fn turn(&mut self) -> Result<(), Stop> {
-        self.turns += 1;
-        if self.turns > self.max_turns {
-            return Err(Stop::Failed(
-                "turn_limit".into(),
-                "the run used its whole turn budget".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    fn activity(
-        &self,
-        id: &str,
-        class: ActionClass,
-        category: &str,
-        phase: ToolActivityPhase,
-    ) -> Result<(), Stop> {
-        self.emit(EventPayload::ToolActivity {
-            activity_id: id.to_owned(),
-            action_class: class,
-            display_category: category.to_owned(),
-            phase,
-        })
-    }
-
-    fn tool(&self, tool: &str, pc: usize, fail: bool) -> Result<(), Stop> {
-        let (class, category) = tools::face(tool).unwrap_or((ActionClass::Unspecified, "tools"));
-        let id = format!("act_{pc}");
-        if !self.rt.inner.tools.contains(tool) {
-            return self.activity(&id, class, category, ToolActivityPhase::Failed);
-        }
-        self.activity(&id, class, category, ToolActivityPhase::Started)?;
-        let end = if fail {
-            ToolActivityPhase::Failed
-        } else {
-            ToolActivityPhase::Completed
-        };
-        self.activity(&id, class, category, end)
-    }
-
-    async fn sleep(&self, duration: Option<Duration>) -> Result<(), Stop> {
-        self.check_cancel()?;
-        let cancelled = self.cancel.notified();
-        match duration {
-            Some(d) => tokio::select! {
-                _ = tokio::time::sleep(d) => {}
-                _ = cancelled => {}
-            },
-            None => cancelled.await,
-        }
-        self.check_cancel()
-    }
-
-    /// Asks and waits for the answer (or a cancel).
-    async fn ask(&self, kind: InteractionKind) -> Result<Answer, Stop> {
-        let interaction = Interaction::new(new_id("int"), kind);
-        let id = interaction.interaction_id.clone();
-        let (tx, rx) = oneshot::channel();
-        self.with_run(|rs| {
-            rs.pending = Some(tx);
-            rs.run.pending_interaction = Some(interaction.clone());
-        });
-        self.set_status(RunStatus::WaitingForInput)?;
-        self.emit(EventPayload::InteractionRequested(interaction))?;
-        let cancelled = self.cancel.notified();
-        let answer = tokio::select! {
-            answer = rx => answer.ok(),
-            _ = cancelled => None,
-        };
-        let Some(answer) = answer else {
-            self.with_run(|rs| {
-                rs.pending = None;
-                rs.run.pending_interaction = None;
-                push(
-                    rs,
-                    EventPayload::InteractionResolved {
-                        interaction_id: id,
-                        outcome: InteractionOutcome::Cancelled,
-                        choice: String::new(),
-                    },
-                );
-            });
-            return Err(Stop::Cancelled);
-        };
-        let (outcome, choice) = match &answer {
-            Answer::Prompt { choice } => (InteractionOutcome::Answered, choice.clone()),
-            Answer::Approval {
-                decision: ApprovalDecision::Approve,
-                ..
-            } => (InteractionOutcome::Approved, String::new()),
-            Answer::Approval { .. } => (InteractionOutcome::Denied, String::new()),
-        };
-        self.emit(EventPayload::InteractionResolved {
-            interaction_id: id,
-            outcome,
-            choice,
-        })?;
-        self.set_status(RunStatus::Running)?;
-        Ok(answer)
-    }
-
-    async fn step(&mut self, step: &Step, pc: usize) -> Result<(), Stop> {
-        match step {
-            Step::Say(text) | Step::Plan(text) => self.say(text),
-            Step::Tool { tool, fail } => {
-                self.turn()?;
-                self.tool(tool, pc, *fail)
-            }
-            Step::Approve { tool, origin } => {
-                self.turn()?;
-                let (class, category) =
-                    tools::face(tool).unwrap_or((ActionClass::Unspecified, "tools"));
-                if !self.rt.inner.tools.contains(tool) {
-                    return self.activity(
-                        &format!("act_{pc}"),
-                        class,
-                        category,
-                        ToolActivityPhase::Failed,
-                    );
-                }
-                let mut approval = Approval::new(class, category, format!("bnd_{}", new_id("b")));
-                if let Some(o) = origin {
-                    approval.display_category = None;
-                    approval.origin = Some(o.clone());
-                }
-                match self.ask(InteractionKind::Approval(approval)).await? {
-                    Answer::Approval {
-                        decision: ApprovalDecision::Approve,
-                        ..
-                    } => self.tool(tool, pc, false),
-                    _ => self.activity(
-                        &format!("act_{pc}"),
-                        class,
-                        category,
-                        ToolActivityPhase::Failed,
-                    ),
-                }
-            }
-            Step::Ask { question, choices } => {
-                self.turn()?;
-                self.ask(InteractionKind::Prompt(Prompt::new(
-                    question.clone(),
-                    choices.clone(),
-                )))
-                .await
-                .map(|_| ())
-            }
-            Step::Sleep(ms) => self.sleep(ms.map(Duration::from_millis)).await,
-            Step::Effect => self.activity(
-                &format!("act_{pc}"),
-                ActionClass::Execute,
-                "external effect",
-                ToolActivityPhase::Started,
-            ),
-            Step::Crash => Err(Stop::Failed(
-                "crash_disabled".into(),
-                "this worker does not allow the crash step".into(),
-            )),
-            Step::Fail { code, message } => Err(Stop::Failed(code.clone(), message.clone())),
-            Step::Research => self.research(pc),
-        }
-    }
-
-    fn research(&mut self, pc: usize) -> Result<(), Stop> {
-        let Some(options) = self.request.research().cloned() else {
-            return Err(Stop::Failed(
-                "research_unavailable".into(),
-                "only a research run can collect evidence".into(),
-            ));
-        };
-        for depth in 0..options.depth {
-            for lane in &options.lanes {
-                let class = if lane.as_str() == "WEB" {
-                    ActionClass::Network
-                } else {
-                    ActionClass::Read
-                };
-                let id = format!("act_{pc}_{lane}_{depth}");
-                self.activity(&id, class, "evidence", ToolActivityPhase::Started)?;
-                self.activity(&id, class, "evidence", ToolActivityPhase::Completed)?;
-            }
-        }
-        let topic = self
-            .texts
-            .first()
-            .and_then(|t| t.lines().next())
-            .unwrap_or("the question")
-            .to_owned();
-        let report = format!(
-            "Report on {topic}: {} sources over {} rounds.",
-            options.lanes.len(),
-            options.depth
-        );
-        self.say(&report)
-    }
-
-    async fn program(&mut self, steps: Option<Vec<Step>>) -> Result<(), Stop> {
-        self.set_status(RunStatus::Running)?;
-        match steps {
-            Some(steps) => {
-                for (pc, step) in steps.iter().enumerate() {
-                    self.check_cancel()?;
-                    self.step(step, pc).await?;
-                }
-                Ok(())
-            }
-            None => match self.request.mode() {
-                RunMode::Plan => {
-                    let first = self
-                        .texts
-                        .join("\n")
-                        .lines()
-                        .next()
-                        .unwrap_or("untitled")
-                        .to_owned();
-                    self.say(&format!("Draft plan: {first}"))
-                }
-                RunMode::Research => self.research(0),
-                _ => {
-                    let joined = self.texts.join("\n");
-                    self.say(&joined)
-                }
-            },
-        }
-    }
-
-    async fn main(mut self, steps: Option<Vec<Step>>) {
-        let outcome = self.program(steps).await;
-        let mut result = RunResult::text(self.output.clone());
-        if self.request.mode() == RunMode::Plan {
-            result.plan = Some(PlanResult {
-                plan_id: format!("plan_{}", self.run_id),
-                revision: self.request.plan_action().map_or(1, |a| a.revision + 1),
-                status: PlanStatus::Draft,
-            });
-        }
-        let status = match outcome {
-            Ok(()) => RunStatus::Succeeded,
-            Err(Stop::Cancelled) => RunStatus::Cancelled,
-            Err(Stop::Failed(code, message)) => {
-                result.failure = Some(RunFailure::new(code, message));
-                RunStatus::Failed
-            }
-        };
-        self.with_run(|rs| {
-            let status = if rs.cancel_requested {
-                RunStatus::Cancelled
-            } else {
-                status
-            };
-            if status == RunStatus::Cancelled {
-                result.failure = None;
-            }
-            rs.run.status = status;
-            rs.run.result = Some(result.clone());
-            rs.run.pending_interaction = None;
-            rs.pending = None;
-            push(
-                rs,
-                EventPayload::RunTerminated {
-                    status,
-                    result: Some(result),
-                },
-            );
-        });
     }
 }
 
@@ -1019,7 +324,7 @@ impl Backend for EmbeddedRuntime {
     fn get_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Run>> {
         Box::pin(async move {
             let fault = self.enter(Method::GetRun)?;
-            let mut run = self.get(run_id);
+            let mut run = self.inner.store.get(run_id);
             if let (Some(f), Ok(r)) = (&fault, &mut run)
                 && f.kind == FaultKind::NotStarted
             {
@@ -1034,7 +339,12 @@ impl Backend for EmbeddedRuntime {
     fn list_runs<'a>(&'a self, query: &'a ListRunsQuery) -> BoxFuture<'a, Result<RunPage>> {
         Box::pin(async move {
             let fault = self.enter(Method::ListRuns)?;
-            after_commit(fault, Method::ListRuns, self.list(query))
+            let max_page_size = self.inner.info.limits.max_list_page_size;
+            after_commit(
+                fault,
+                Method::ListRuns,
+                self.inner.store.list(query, max_page_size),
+            )
         })
     }
 
@@ -1048,9 +358,16 @@ impl Backend for EmbeddedRuntime {
                 Some(f)
                     if matches!(f.kind, FaultKind::Drop | FaultKind::Gap | FaultKind::Replay) =>
                 {
-                    Ok(faulty_watch(self.watch(run_id, after_sequence)?, f))
+                    Ok(faulty_watch(
+                        self.inner.store.watch(run_id, after_sequence)?,
+                        f,
+                    ))
                 }
-                fault => after_commit(fault, Method::WatchRun, self.watch(run_id, after_sequence)),
+                fault => after_commit(
+                    fault,
+                    Method::WatchRun,
+                    self.inner.store.watch(run_id, after_sequence),
+                ),
             }
         })
     }
@@ -1058,7 +375,7 @@ impl Backend for EmbeddedRuntime {
     fn cancel_run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Run>> {
         Box::pin(async move {
             let fault = self.enter(Method::CancelRun)?;
-            after_commit(fault, Method::CancelRun, self.cancel(run_id))
+            after_commit(fault, Method::CancelRun, self.inner.store.cancel(run_id))
         })
     }
 
@@ -1070,7 +387,7 @@ impl Backend for EmbeddedRuntime {
     ) -> BoxFuture<'a, Result<Run>> {
         Box::pin(async move {
             let fault = self.enter(Method::RespondInteraction)?;
-            let result = EmbeddedRuntime::respond(self, run_id, interaction_id, answer);
+            let result = self.inner.store.respond(run_id, interaction_id, answer);
             after_commit(fault, Method::RespondInteraction, result)
         })
     }
@@ -1082,7 +399,11 @@ impl Backend for EmbeddedRuntime {
     ) -> BoxFuture<'a, Result<Artifact>> {
         Box::pin(async move {
             let fault = self.enter(Method::UploadArtifact)?;
-            after_commit(fault, Method::UploadArtifact, self.upload(manifest, data))
+            after_commit(
+                fault,
+                Method::UploadArtifact,
+                self.inner.store.upload(manifest, data),
+            )
         })
     }
 
@@ -1092,7 +413,11 @@ impl Backend for EmbeddedRuntime {
     ) -> BoxFuture<'a, Result<BoxStream<'static, Result<DownloadPart>>>> {
         Box::pin(async move {
             let fault = self.enter(Method::DownloadArtifact)?;
-            after_commit(fault, Method::DownloadArtifact, self.download(artifact_id))
+            after_commit(
+                fault,
+                Method::DownloadArtifact,
+                self.inner.store.download(artifact_id),
+            )
         })
     }
 

@@ -10,11 +10,9 @@ use crate::grpc::{GrpcSession, SessionSource};
 use crate::model::DeploymentMode;
 use crate::options::ClientOptions;
 use crate::transport::{Session, Target, open_session};
-use crate::trust::certificate::{MAX_CERTIFICATE_BYTES, parse_leaf_certificate};
-use crate::trust::descriptor::{MAX_DESCRIPTOR_BYTES, is_opaque_id, parse_descriptor};
-use crate::trust::files::{check_private_dir, read_owner_only_file};
+use crate::trust::descriptor::{discover, is_opaque_id};
 use crate::trust::pin::Pin;
-use crate::{Client, Error, Kind, Result, reasons};
+use crate::{Error, Kind, Result, reasons};
 
 /// The API major version this SDK speaks.
 pub const API_MAJOR: u32 = 1;
@@ -86,79 +84,6 @@ impl DaemonOptions {
     /// The behaviour every placement shares.
     pub fn client_options(&self) -> &ClientOptions {
         &self.client
-    }
-
-    /// Reads and cross-checks the discovery files against the provisioned identity (C1-C3)
-    /// and returns where to connect. Nothing read here can change what is expected.
-    pub(crate) fn target(&self) -> Result<Target> {
-        let target = self.check_files();
-        match &target {
-            Ok(t) => tracing::debug!(
-                endpoint = %t.addr,
-                instance_id = %t.instance_id,
-                "discovery files match the provisioned identity"
-            ),
-            Err(e) => tracing::warn!(
-                reason = e.reason().unwrap_or_default(),
-                dir = %self.public_api_dir.display(),
-                "discovery files refused"
-            ),
-        }
-        target
-    }
-
-    fn check_files(&self) -> Result<Target> {
-        let dir = &self.public_api_dir;
-        check_private_dir(
-            dir,
-            Kind::Descriptor,
-            reasons::DESCRIPTOR_INVALID,
-            "the public API directory",
-        )?;
-        let raw = read_owner_only_file(
-            &dir.join("endpoint.json"),
-            MAX_DESCRIPTOR_BYTES,
-            Kind::Descriptor,
-            reasons::DESCRIPTOR_INVALID,
-        )?;
-        let descriptor = parse_descriptor(&raw)?;
-        let named =
-            Pin::parse(&descriptor.certificate_sha256).expect("the descriptor checked its pin");
-        if !named.matches(&self.expected_pin) {
-            return Err(Error::local(
-                Kind::PinMismatch,
-                reasons::PIN_MISMATCH,
-                "endpoint.json names a certificate other than the provisioned pin",
-            ));
-        }
-        if descriptor.instance_id != self.expected_instance_id {
-            return Err(Error::local(
-                Kind::PinMismatch,
-                reasons::INSTANCE_MISMATCH,
-                "endpoint.json names an instance other than the provisioned one",
-            ));
-        }
-        let pem = read_owner_only_file(
-            &dir.join("certificate.pem"),
-            MAX_CERTIFICATE_BYTES,
-            Kind::Certificate,
-            reasons::CERTIFICATE_INVALID,
-        )?;
-        let certificate = parse_leaf_certificate(&pem, Some(descriptor.endpoint.host()))?;
-        if !certificate.pin.matches(&self.expected_pin) {
-            return Err(Error::local(
-                Kind::PinMismatch,
-                reasons::PIN_MISMATCH,
-                "certificate.pem does not hash to the provisioned pin",
-            ));
-        }
-        Ok(Target {
-            addr: descriptor.endpoint.addr,
-            pin: self.expected_pin,
-            instance_id: self.expected_instance_id.clone(),
-            api_major: self.api_major,
-            mode: self.mode,
-        })
     }
 }
 
@@ -275,23 +200,28 @@ impl SessionSource for DaemonSessions {
     fn close(&self) {}
 }
 
-impl Client {
-    /// Connects to an installed shared worker: checks its discovery files against the
-    /// provisioned identity, makes a pinned TLS 1.3 handshake, only then asks the
-    /// credential provider for the bearer, and verifies GetServerInfo before returning.
-    /// Nothing is sent to a worker that fails a check, and the bearer to none.
-    pub async fn connect(options: DaemonOptions) -> Result<Client> {
-        let target = options.target()?;
+impl DaemonSessions {
+    /// Checks the discovery files, then opens and verifies the one session
+    /// ([`Client::connect`](crate::Client::connect) says in which order).
+    pub(crate) async fn open(options: &DaemonOptions) -> Result<DaemonSessions> {
+        let endpoint = discover(
+            &options.public_api_dir,
+            &options.expected_instance_id,
+            &options.expected_pin,
+        )?;
+        let target = Target {
+            addr: endpoint.addr,
+            pin: options.expected_pin,
+            instance_id: options.expected_instance_id.clone(),
+            api_major: options.api_major,
+            mode: options.mode,
+        };
         let session = open_session(&target, &*options.credentials, &options.client).await?;
-        Ok(Client::over_grpc(
-            DaemonSessions {
-                session: Arc::new(session),
-            },
-            options.client,
-        ))
+        Ok(DaemonSessions {
+            session: Arc::new(session),
+        })
     }
 }
 
 #[cfg(test)]
-#[path = "daemon_tests.rs"]
 mod tests;

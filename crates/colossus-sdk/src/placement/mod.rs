@@ -7,5 +7,6 @@ mod daemon;
 pub(crate) mod sidecar;
 
 pub use boundary::ManagedExecutionBoundary;
+pub(crate) use daemon::DaemonSessions;
 pub use daemon::{API_MAJOR, DaemonOptions, DaemonOptionsBuilder};
 pub use sidecar::{DEFAULT_SIDECAR_SCOPES, SidecarOptions, SidecarOptionsBuilder};

@@ -18,8 +18,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::probe::speaks_tls12;
 use super::verifier::{PinVerifier, TrustState, Violation};
+use super::version_probe::speaks_tls12;
 use crate::trust::pin::Pin;
 use crate::{Code, Error, Kind, reasons};
 

@@ -3,10 +3,10 @@
 //! loaded only once the worker's identity is proven.
 
 pub(crate) mod connector;
-mod probe;
 pub(crate) mod provider;
 mod server_info;
 pub(crate) mod verifier;
+mod version_probe;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -198,4 +198,4 @@ pub(crate) fn find_sdk_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Op
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

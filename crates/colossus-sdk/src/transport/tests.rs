@@ -4,283 +4,25 @@
 //! through the connector again. Each refusal must be typed, and no listener may ever
 //! see a request (so no bearer leaves the process) nor the provider be asked (C5).
 
-use std::convert::Infallible;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin as StdPin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
-use tonic::body::Body;
-use tonic::{Request, Response, Status};
+use tonic::Request;
 
 use super::{Session, Target, open_session};
-use crate::backend::BoxFuture;
-use crate::credentials::CredentialProvider;
 use crate::grpc::GrpcSession;
 use crate::model::DeploymentMode;
 use crate::options::ClientOptions;
 use crate::proto as p;
-use crate::trust::bearer::Bearer;
+use crate::testing::credentials::{BEARER, Counting};
+use crate::testing::fake_worker::{Behaviour, INSTANCE, listen};
+use crate::testing::tls::{Leaf, leaf};
 use crate::trust::pin::Pin;
 use crate::{Kind, Result, reasons};
 
-pub(crate) const INSTANCE: &str = "inst_test";
-pub(crate) const BEARER: &str = "cb1_test-bearer-0123456789abcdefghijklmnopqrstu";
-
-/// A P-256 leaf for 127.0.0.1 (CA=false, as C2 asks) and its key.
-pub(crate) struct Leaf {
-    pub(crate) der: CertificateDer<'static>,
-    pub(crate) key: Vec<u8>,
-    pub(crate) pem: String,
-}
-
-pub(crate) fn leaf() -> Leaf {
-    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
-    params.is_ca = rcgen::IsCa::ExplicitNoCa;
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let cert = params.self_signed(&key).unwrap();
-    Leaf {
-        der: cert.der().clone(),
-        key: key.serialize_der(),
-        pem: cert.pem(),
-    }
-}
-
-fn ca() -> CertificateDer<'static> {
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    params.self_signed(&key).unwrap().der().clone()
-}
-
-/// How a listener behaves.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Behaviour {
-    Genuine,
-    Tls12Only,
-    ForeignLeaf,
-    Chain,
-}
-
-/// What a listener saw: every request's method and authorization header.
-#[derive(Clone, Default)]
-pub(crate) struct Seen(
-    Arc<Mutex<Log>>,
-    Arc<AtomicUsize>,
-    Arc<std::sync::atomic::AtomicBool>,
-);
-
-/// (method, authorization header) of each request.
-type Log = Vec<(String, Option<String>)>;
-
-impl Seen {
-    /// Makes GetRun calls hang until the listener is dropped.
-    pub(crate) fn hang_get_run(&self) {
-        self.2.store(true, Ordering::SeqCst);
-    }
-
-    fn hangs(&self) -> bool {
-        self.2.load(Ordering::SeqCst)
-    }
-
-    /// Makes the next `n` GetServerInfo calls fail with UNAVAILABLE.
-    pub(crate) fn fail_server_info(&self, n: usize) {
-        self.1.store(n, Ordering::SeqCst);
-    }
-
-    pub(crate) fn requests(&self) -> Log {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-/// A TLS listener answering GetServerInfo and GetRun, until dropped (then every
-/// connection it accepted is cut too, as when a worker process dies).
-pub(crate) struct Listener {
-    pub(crate) addr: SocketAddr,
-    pub(crate) seen: Seen,
-    tasks: JoinSet<()>,
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.tasks.abort_all();
-    }
-}
-
-pub(crate) fn server_info() -> p::ServerInfo {
-    p::ServerInfo {
-        instance_id: INSTANCE.into(),
-        api_package: "colossus.api.v1alpha1".into(),
-        api_version: "v1alpha1".into(),
-        api_major: 1,
-        deployment_mode: p::DeploymentMode::SharedDaemon as i32,
-        ..Default::default()
-    }
-}
-
-type HttpFuture =
-    StdPin<Box<dyn Future<Output = std::result::Result<http::Response<Body>, Infallible>> + Send>>;
-
-fn answer(
-    seen: Seen,
-    info: p::ServerInfo,
-    req: http::Request<hyper::body::Incoming>,
-) -> HttpFuture {
-    Box::pin(async move {
-        let method = req
-            .uri()
-            .path()
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        let auth = req
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        seen.0.lock().unwrap().push((method.clone(), auth));
-        let fail = method == "GetServerInfo"
-            && seen
-                .1
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok();
-        if fail {
-            return Ok(Status::unavailable("not yet").into_http());
-        }
-        Ok(match method.as_str() {
-            "GetServerInfo" => {
-                let svc = tower::service_fn(move |_: Request<p::GetServerInfoRequest>| {
-                    let info = info.clone();
-                    async move {
-                        Ok::<_, Status>(Response::new(p::GetServerInfoResponse {
-                            server_info: Some(info),
-                        }))
-                    }
-                });
-                tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                    .unary(svc, req)
-                    .await
-            }
-            "GetRun" if req.uri().path().contains("RunService") && seen.hangs() => {
-                std::future::pending::<()>().await;
-                unreachable!()
-            }
-            "GetRun" => {
-                let svc = tower::service_fn(|r: Request<p::GetRunRequest>| async move {
-                    Ok::<_, Status>(Response::new(p::GetRunResponse {
-                        run: Some(p::Run {
-                            run_id: r.into_inner().run_id,
-                            ..Default::default()
-                        }),
-                    }))
-                });
-                tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                    .unary(svc, req)
-                    .await
-            }
-            _ => Status::unimplemented(method).into_http(),
-        })
-    })
-}
-
-/// Starts a listener on `addr` (port 0 for a fresh one) presenting `genuine` (or a
-/// foreign leaf) as `behaviour` says.
-pub(crate) async fn listen(addr: SocketAddr, genuine: &Leaf, behaviour: Behaviour) -> Listener {
-    listen_with(addr, genuine, behaviour, server_info()).await
-}
-
-/// [`listen`] with the GetServerInfo answer given.
-pub(crate) async fn listen_with(
-    addr: SocketAddr,
-    genuine: &Leaf,
-    behaviour: Behaviour,
-    info: p::ServerInfo,
-) -> Listener {
-    let foreign = leaf();
-    let presented = if behaviour == Behaviour::ForeignLeaf {
-        &foreign
-    } else {
-        genuine
-    };
-    let mut chain = vec![presented.der.clone()];
-    if behaviour == Behaviour::Chain {
-        chain.push(ca());
-    }
-    let versions: &[&rustls::SupportedProtocolVersion] = if behaviour == Behaviour::Tls12Only {
-        &[&rustls::version::TLS12]
-    } else {
-        &[&rustls::version::TLS13]
-    };
-    let provider = Arc::new(super::provider::ring());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(versions)
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            chain,
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(presented.key.clone())),
-        )
-        .unwrap();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    // A listener that was just dropped frees its port once its aborted task is gone.
-    let mut attempts = 0;
-    let listener = loop {
-        match TcpListener::bind(addr).await {
-            Ok(l) => break l,
-            Err(e) if attempts < 100 => {
-                attempts += 1;
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(e) => panic!("cannot listen on {addr}: {e}"),
-        }
-    };
-    let addr = listener.local_addr().unwrap();
-    let seen = Seen::default();
-    let mut tasks = JoinSet::new();
-    let seen2 = seen.clone();
-    tasks.spawn(async move {
-        let mut connections = JoinSet::new();
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                return;
-            };
-            let (acceptor, seen, info) = (acceptor.clone(), seen2.clone(), info.clone());
-            connections.spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service =
-                    hyper::service::service_fn(move |req| answer(seen.clone(), info.clone(), req));
-                let _ =
-                    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                        .await;
-            });
-        }
-    });
-    Listener { addr, seen, tasks }
-}
-
-/// A provider that counts how often it is asked.
-#[derive(Clone, Default)]
-pub(crate) struct Counting(pub(crate) Arc<AtomicUsize>);
-
-impl CredentialProvider for Counting {
-    fn bearer(&self) -> BoxFuture<'_, Result<Bearer>> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async { Bearer::new(BEARER.to_owned()) })
-    }
-}
-
-pub(crate) fn target(addr: SocketAddr, leaf: &Leaf) -> Target {
+fn target(addr: SocketAddr, leaf: &Leaf) -> Target {
     Target {
         addr,
         pin: Pin::of_der(&leaf.der),
@@ -342,7 +84,7 @@ async fn a_genuine_worker_is_proven_and_sent_the_bearer_once_trusted() {
     assert_eq!(session.server_info().instance_id, INSTANCE);
     assert_eq!(provider.0.load(Ordering::SeqCst), 1);
     get_run(&session).await.unwrap();
-    let seen = worker.seen.requests();
+    let seen = worker.requests();
     assert_eq!(
         seen[0].0, "GetServerInfo",
         "GetServerInfo is the first call (C6)"
@@ -375,10 +117,7 @@ async fn hostile_listeners_are_refused_on_connect_with_a_typed_error_and_no_bear
             0,
             "{behaviour:?}: the provider was asked"
         );
-        assert!(
-            hostile.seen.requests().is_empty(),
-            "{behaviour:?} saw a request"
-        );
+        assert!(hostile.requests().is_empty(), "{behaviour:?} saw a request");
     }
 }
 
@@ -416,7 +155,7 @@ async fn a_restart_into_a_hostile_listener_on_the_same_port_is_refused_on_reconn
             "{behaviour:?}: {err}"
         );
         assert!(
-            hostile.seen.requests().is_empty(),
+            hostile.requests().is_empty(),
             "{behaviour:?}: the bearer reached it"
         );
         assert_eq!(provider.0.load(Ordering::SeqCst), 1);
@@ -488,7 +227,7 @@ async fn a_stalled_handshake_is_tls_handshake_within_the_connect_timeout() {
 async fn get_server_info_is_retried_on_unavailable_within_the_policy() {
     let genuine = leaf();
     let worker = listen(any_port(), &genuine, Behaviour::Genuine).await;
-    worker.seen.fail_server_info(2);
+    worker.fail_server_info(2);
     let quick = ClientOptions::builder()
         .retry(
             crate::options::RetryPolicy::builder()
@@ -504,14 +243,13 @@ async fn get_server_info_is_retried_on_unavailable_within_the_policy() {
         .unwrap();
     assert_eq!(session.server_info().instance_id, INSTANCE);
     let calls = worker
-        .seen
         .requests()
         .iter()
         .filter(|(m, _)| m == "GetServerInfo")
         .count();
     assert_eq!(calls, 3);
 
-    worker.seen.fail_server_info(1);
+    worker.fail_server_info(1);
     let once = ClientOptions::builder()
         .retry(crate::options::RetryPolicy::none())
         .build()
@@ -534,7 +272,7 @@ async fn a_connection_lost_mid_call_is_unavailable() {
     )
     .await
     .unwrap();
-    worker.seen.hang_get_run();
+    worker.hang_get_run();
     let call = tokio::spawn(async move { get_run(&session).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     drop(worker); // the worker dies with the call in flight
@@ -545,7 +283,7 @@ async fn a_connection_lost_mid_call_is_unavailable() {
 
 #[tokio::test]
 async fn connect_checks_and_a_refused_reconnect_are_logged_without_the_bearer() {
-    let (logs, _guard) = crate::log_capture::capture();
+    let (logs, _guard) = crate::testing::log_capture::capture();
     let genuine = leaf();
     let worker = listen(any_port(), &genuine, Behaviour::Genuine).await;
     let addr = worker.addr;

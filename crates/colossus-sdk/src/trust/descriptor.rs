@@ -1,8 +1,13 @@
-//! `endpoint.json` (C1) and the endpoint strings it and the sidecar bootstrap carry.
+//! Discovery: `endpoint.json` (C1) and the endpoint strings it and the sidecar bootstrap
+//! carry, and the cross-check of both discovery files against the provisioned identity
+//! (C1-C3).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
 
-use super::pin::is_pin;
+use super::certificate::{MAX_CERTIFICATE_BYTES, parse_leaf_certificate};
+use super::owner_only_file::{check_private_dir, read_owner_only_file};
+use super::pin::{Pin, is_pin};
 use super::strict_json::{Value, member, parse_object};
 use crate::{Error, Kind, Result, reasons};
 
@@ -163,65 +168,75 @@ pub(crate) fn parse_descriptor(raw: &[u8]) -> Result<Descriptor> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_are_literal_loopback_addresses_with_a_port() {
-        assert_eq!(
-            parse_endpoint("https://127.0.0.1:1").unwrap().addr,
-            "127.0.0.1:1".parse().unwrap()
-        );
-        assert_eq!(
-            parse_endpoint("https://[::1]:65535").unwrap().addr,
-            "[::1]:65535".parse().unwrap()
-        );
-        for bad in [
-            "https://127.0.0.1:0",
-            "https://127.0.0.1:65536",
-            "https://127.0.0.1:080",
-            "https://127.0.0.1:+80",
-            "https://127.0.0.1:80/",
-            "https://localhost:80",
-            "http://127.0.0.1:80",
-            "https://127.0.0.2:80",
-            "https://[::ffff:127.0.0.1]:80",
-            "https://u@127.0.0.1:80",
-            "HTTPS://127.0.0.1:80",
-            "https://127.0.0.1:８0",
-        ] {
-            let err = parse_endpoint(bad).unwrap_err();
-            assert_eq!(err.reason(), Some(reasons::DESCRIPTOR_INVALID), "{bad}");
-            assert!(err.is(Kind::Trust));
-        }
+/// Reads and cross-checks the discovery files in `dir` against the provisioned identity
+/// (C1-C3) and returns where to connect. The expected values come from the caller only:
+/// nothing read here can change them.
+pub(crate) fn discover(
+    dir: &Path,
+    expected_instance_id: &str,
+    expected_pin: &Pin,
+) -> Result<Endpoint> {
+    let endpoint = check_files(dir, expected_instance_id, expected_pin);
+    match &endpoint {
+        Ok(e) => tracing::debug!(
+            endpoint = %e.addr,
+            instance_id = %expected_instance_id,
+            "discovery files match the provisioned identity"
+        ),
+        Err(e) => tracing::warn!(
+            reason = e.reason().unwrap_or_default(),
+            dir = %dir.display(),
+            "discovery files refused"
+        ),
     }
-
-    #[test]
-    fn a_malformed_pin_in_the_descriptor_is_descriptor_invalid() {
-        // The reason every SDK gives (docs/requirements.md, S9: endpoint.json breaks C1),
-        // naming the member; FIELD_INVALID stays for the caller's own arguments.
-        let good = "45cb5ecaca86140ab2c4a017c9c2985089db171e6f75e09d75f762975d6d6279";
-        for pin in [
-            good.to_uppercase(),
-            good[..63].to_owned(),
-            format!("{good}0"),
-            String::new(),
-        ] {
-            let text = format!(
-                r#"{{"endpoint": "https://127.0.0.1:50051", "instance_id": "inst_vector", "pid": 4242, "api_version": "v1alpha1", "certificate_sha256": "{pin}"}}"#
-            );
-            let err = parse_descriptor(text.as_bytes()).unwrap_err();
-            assert!(err.is(Kind::Descriptor), "{pin}");
-            assert_eq!(err.reason(), Some(reasons::DESCRIPTOR_INVALID), "{pin}");
-            assert_eq!(err.metadata()["field"], "certificate_sha256");
-        }
-        let ok = format!(
-            r#"{{"endpoint": "https://127.0.0.1:50051", "instance_id": "inst_vector", "pid": 4242, "api_version": "v1alpha1", "certificate_sha256": "{good}"}}"#
-        );
-        assert_eq!(
-            parse_descriptor(ok.as_bytes()).unwrap().certificate_sha256,
-            good
-        );
-    }
+    endpoint
 }
+
+fn check_files(dir: &Path, expected_instance_id: &str, expected_pin: &Pin) -> Result<Endpoint> {
+    check_private_dir(
+        dir,
+        Kind::Descriptor,
+        reasons::DESCRIPTOR_INVALID,
+        "the public API directory",
+    )?;
+    let raw = read_owner_only_file(
+        &dir.join("endpoint.json"),
+        MAX_DESCRIPTOR_BYTES,
+        Kind::Descriptor,
+        reasons::DESCRIPTOR_INVALID,
+    )?;
+    let descriptor = parse_descriptor(&raw)?;
+    let named = Pin::parse(&descriptor.certificate_sha256).expect("the descriptor checked its pin");
+    if !named.matches(expected_pin) {
+        return Err(Error::local(
+            Kind::PinMismatch,
+            reasons::PIN_MISMATCH,
+            "endpoint.json names a certificate other than the provisioned pin",
+        ));
+    }
+    if descriptor.instance_id != expected_instance_id {
+        return Err(Error::local(
+            Kind::PinMismatch,
+            reasons::INSTANCE_MISMATCH,
+            "endpoint.json names an instance other than the provisioned one",
+        ));
+    }
+    let pem = read_owner_only_file(
+        &dir.join("certificate.pem"),
+        MAX_CERTIFICATE_BYTES,
+        Kind::Certificate,
+        reasons::CERTIFICATE_INVALID,
+    )?;
+    let certificate = parse_leaf_certificate(&pem, Some(descriptor.endpoint.host()))?;
+    if !certificate.pin.matches(expected_pin) {
+        return Err(Error::local(
+            Kind::PinMismatch,
+            reasons::PIN_MISMATCH,
+            "certificate.pem does not hash to the provisioned pin",
+        ));
+    }
+    Ok(descriptor.endpoint)
+}
+
+#[cfg(test)]
+mod tests;

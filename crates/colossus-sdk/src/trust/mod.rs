@@ -5,7 +5,7 @@ pub(crate) mod bearer;
 pub(crate) mod certificate;
 pub(crate) mod certificate_shape;
 pub(crate) mod descriptor;
-pub(crate) mod files;
+pub(crate) mod owner_only_file;
 pub(crate) mod pin;
 pub(crate) mod strict_json;
 #[cfg(test)]

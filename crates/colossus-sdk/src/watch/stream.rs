@@ -11,9 +11,9 @@ use futures_util::{StreamExt, stream};
 
 use super::core::{CloseAction, Verdict, WatchCore};
 use crate::backend::{BoxStream, WatchedEvent};
-use crate::checks;
-use crate::client::Client;
+use crate::calls::Calls;
 use crate::model::{Run, RunEvent};
+use crate::requests;
 use crate::{Error, Kind, Result, reasons};
 
 /// What keeping an event in the replay window costs beyond its encoding.
@@ -101,16 +101,16 @@ impl std::fmt::Debug for Watch {
 }
 
 impl Watch {
-    pub(crate) fn new(client: Client, run_id: &str, after_sequence: u64) -> Watch {
+    pub(crate) fn new(calls: Calls, run_id: &str, after_sequence: u64) -> Watch {
         let progress = Arc::new(Progress::default());
         progress.last.store(after_sequence, Ordering::SeqCst);
-        if let Err(e) = checks::check_id(run_id, "run_id") {
+        if let Err(e) = requests::check_id(run_id, "run_id") {
             return Watch {
                 inner: Box::pin(stream::once(async move { Err(e) })),
                 progress,
             };
         }
-        let options = client.options();
+        let options = calls.options();
         let core = WatchCore::new(
             run_id,
             after_sequence,
@@ -119,7 +119,7 @@ impl Watch {
             options.replay_window_bytes(),
         );
         let driver = Driver {
-            client,
+            calls,
             core,
             stream: None,
             resume_after: after_sequence,
@@ -193,7 +193,7 @@ impl Stream for Watch {
 }
 
 struct Driver {
-    client: Client,
+    calls: Calls,
     core: WatchCore<Vec<u8>>,
     stream: Option<BoxStream<'static, Result<WatchedEvent>>>,
     /// Where the next (re)open starts: the caller's cursor, then each reconnect plan's.
@@ -224,7 +224,7 @@ impl Driver {
                 }
                 continue;
             };
-            let received = match self.client.options().watch_idle_timeout() {
+            let received = match self.calls.options().watch_idle_timeout() {
                 None => stream.next().await,
                 Some(idle) => match tokio::time::timeout(idle, stream.next()).await {
                     Ok(item) => item,
@@ -276,7 +276,7 @@ impl Driver {
     }
 
     async fn open(&mut self) -> Result<()> {
-        let backend = self.client.backend()?;
+        let backend = self.calls.backend()?;
         let opened = backend
             .watch_run(self.core.run_id(), self.resume_after)
             .await;
@@ -311,11 +311,7 @@ impl Driver {
     async fn reconcile(&mut self) -> Result<bool> {
         // The core, not GetRun's own check, judges a run other than the watched one: a
         // clean close it contradicts is WATCH_RECONCILE_MISMATCH in every SDK.
-        let run = self
-            .client
-            .runs()
-            .read_run(self.core.run_id(), None)
-            .await?;
+        let run = self.calls.read_run(self.core.run_id(), None).await?;
         match self.core.on_clean_close(&run)? {
             CloseAction::Complete => {
                 *self

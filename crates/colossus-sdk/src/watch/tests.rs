@@ -9,7 +9,9 @@ use futures_util::{StreamExt, stream};
 
 use crate::backend::{Backend, BoxFuture, BoxStream, WatchedEvent};
 use crate::model::*;
-use crate::options::{ClientOptions, RetryPolicy};
+use crate::options::ClientOptions;
+use crate::testing;
+use crate::testing::client::fast_retries;
 use crate::{Client, Code, Error, Kind, Result, reasons};
 
 /// One item of a fake watch stream.
@@ -143,20 +145,6 @@ impl Backend for Fake {
     }
 }
 
-fn fast() -> ClientOptions {
-    ClientOptions::builder()
-        .retry(
-            RetryPolicy::builder()
-                .initial_backoff(Duration::from_millis(1))
-                .max_backoff(Duration::from_millis(2))
-                .max_attempts(3)
-                .build()
-                .unwrap(),
-        )
-        .build()
-        .unwrap()
-}
-
 fn client(streams: Vec<Vec<Item>>, runs: Vec<Result<Run>>) -> (Client, Arc<Fake>) {
     let fake = Arc::new(Fake {
         streams: Mutex::new(streams.into()),
@@ -164,7 +152,7 @@ fn client(streams: Vec<Vec<Item>>, runs: Vec<Result<Run>>) -> (Client, Arc<Fake>
         ..Fake::default()
     });
     (
-        Client::from_backend(Box::new(Shared(fake.clone())), fast()),
+        Client::from_backend(Box::new(Shared(fake.clone())), fast_retries(3)),
         fake,
     )
 }
@@ -212,18 +200,10 @@ impl Backend for Shared {
     }
 }
 
-/// Drains a watch: the delivered sequences and the final error, if any.
+/// Drains a watch of "r1": the delivered sequences, the final error, the last cursor.
 async fn drain(client: &Client) -> (Vec<u64>, Option<Error>, u64) {
-    let mut watch = client.runs().watch("r1");
-    let mut seen = Vec::new();
-    while let Some(item) = watch.next().await {
-        match item {
-            Ok(e) => seen.push(e.sequence),
-            Err(e) => return (seen, Some(e), watch.last_sequence()),
-        }
-    }
-    assert!(watch.is_complete());
-    (seen, None, watch.last_sequence())
+    let (seen, err, watch) = testing::client::drain(client.runs().watch("r1")).await;
+    (seen, err, watch.last_sequence())
 }
 
 #[tokio::test]
@@ -430,6 +410,41 @@ async fn a_resumed_watch_starts_after_the_given_cursor() {
     assert_eq!(watch.next().await.unwrap().unwrap().sequence, 5);
     assert!(watch.next().await.is_none());
     assert_eq!(*fake.opened_after.lock().unwrap(), vec![4]);
+}
+
+#[tokio::test]
+async fn every_reopen_starts_after_the_cursor_of_its_resume_plan() {
+    // From a stored cursor, through a replay dropped on the second stream: each reopen
+    // starts where the core's plan says (the hook reports that plan), never at the
+    // caller's starting cursor nor at the last sequence seen on the wire.
+    let (c, fake) = client(
+        vec![
+            vec![Item::Event(3, "c", false), Item::Fail(unavailable())],
+            vec![
+                Item::Event(3, "c", false),
+                Item::Event(4, "d", false),
+                Item::Fail(unavailable()),
+            ],
+            vec![Item::Event(5, "end", true)],
+        ],
+        vec![run(RunStatus::Succeeded, 5)],
+    );
+    let plans = Arc::new(Mutex::new(Vec::new()));
+    let seen_plans = plans.clone();
+    let mut watch = c.runs().watch_after("r1", 2).on_reconnect(move |info| {
+        seen_plans
+            .lock()
+            .unwrap()
+            .push((info.attempt, info.after_sequence));
+    });
+    let mut seen = Vec::new();
+    while let Some(e) = watch.next().await {
+        seen.push(e.unwrap().sequence);
+    }
+    assert_eq!(seen, vec![3, 4, 5]);
+    assert!(watch.is_complete());
+    assert_eq!(*plans.lock().unwrap(), vec![(1, 3), (1, 4)]);
+    assert_eq!(*fake.opened_after.lock().unwrap(), vec![2, 3, 4]);
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ mod process;
 mod supervisor;
 
 pub use options::{DEFAULT_SIDECAR_SCOPES, SidecarOptions, SidecarOptionsBuilder};
+pub(crate) use supervisor::SidecarSessions;
 
 #[cfg(test)]
 mod tests;

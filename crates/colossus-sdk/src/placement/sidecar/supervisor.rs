@@ -19,8 +19,8 @@ use crate::grpc::{GrpcSession, SessionSource};
 use crate::model::DeploymentMode;
 use crate::placement::API_MAJOR;
 use crate::transport::{Session, Target, open_session};
-use crate::trust::files::check_private_dir;
-use crate::{Client, Error, Kind, Result, reasons};
+use crate::trust::owner_only_file::check_private_dir;
+use crate::{Error, Kind, Result, reasons};
 
 /// The longest delay between two restarts.
 const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(5);
@@ -273,19 +273,17 @@ impl Drop for SidecarSessions {
     }
 }
 
-impl Client {
-    /// Starts a private worker and connects to it: spawns the program in its own process
-    /// group, bootstraps it over inherited pipes (the bearer never leaves memory), checks
-    /// every member of its reply, and proves it exactly as a daemon is proven (pinned TLS
-    /// 1.3, GetServerInfo reporting the instance and the SIDECAR placement).
-    pub async fn start_sidecar(options: SidecarOptions) -> Result<Client> {
-        let client_options = options.client.clone();
+impl SidecarSessions {
+    /// Starts the worker and proves its first session
+    /// ([`Client::start_sidecar`](crate::Client::start_sidecar) says how); a failure
+    /// stops it again.
+    pub(crate) async fn open(options: SidecarOptions) -> Result<SidecarSessions> {
         let sessions = SidecarSessions::new(options)?;
         if let Err(e) = sessions.first_session().await {
             sessions.close();
             return Err(e);
         }
-        Ok(Client::over_grpc(sessions, client_options))
+        Ok(sessions)
     }
 }
 

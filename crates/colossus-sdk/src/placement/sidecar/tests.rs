@@ -271,7 +271,9 @@ os._exit(70)
 
 #[tokio::test]
 async fn a_worker_that_dies_while_the_client_connects_ends_the_connect_at_once() {
-    use crate::transport::tests::{BEARER, INSTANCE, leaf};
+    use crate::testing::credentials::BEARER;
+    use crate::testing::fake_worker::INSTANCE;
+    use crate::testing::tls::leaf;
     // The worker's listening socket outlives it (as when a tool process inherited it): it
     // accepts and never answers, so nothing but the exit itself can end the connect early.
     let genuine = leaf();
@@ -342,7 +344,9 @@ time.sleep(60)
 
 #[tokio::test]
 async fn a_refused_connect_to_a_live_sidecar_returns_at_once() {
-    use crate::transport::tests::{BEARER, Behaviour, INSTANCE, leaf, listen};
+    use crate::testing::credentials::BEARER;
+    use crate::testing::fake_worker::{Behaviour, INSTANCE, listen};
+    use crate::testing::tls::leaf;
     use crate::trust::pin::Pin;
     // A genuine bootstrap reply naming a listener that refuses TLS 1.3: a trust refusal
     // from a live worker, which no exit explains, so nothing waits for one.
@@ -390,7 +394,7 @@ async fn a_refused_connect_to_a_live_sidecar_returns_at_once() {
         returned - replied
     );
     assert!(
-        listener.seen.requests().is_empty(),
+        listener.requests().is_empty(),
         "no request reached the refusing listener"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -3,48 +3,27 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
-
-use super::{EmbeddedRuntime, Fault, Method};
+use crate::embedded::{EmbeddedRuntime, Fault, Method};
 use crate::model::*;
-use crate::options::{ClientOptions, RetryPolicy};
+use crate::options::ClientOptions;
+use crate::testing::client::{drain, fast_retries};
 use crate::{Client, Code, Kind, reasons};
-
-fn quick() -> ClientOptions {
-    ClientOptions::builder()
-        .retry(
-            RetryPolicy::builder()
-                .initial_backoff(Duration::from_millis(1))
-                .max_backoff(Duration::from_millis(2))
-                .build()
-                .unwrap(),
-        )
-        .build()
-        .unwrap()
-}
 
 /// A runtime, a client over it, and one ended run of three outputs.
 async fn ended_run() -> (EmbeddedRuntime, Client, String) {
     let runtime = EmbeddedRuntime::new();
-    let client = Client::embedded(runtime.clone()).with_options(quick());
+    let client = Client::embedded(runtime.clone()).with_options(fast_retries(5));
     let request = CreateRunRequest::text("colossus-script v1\nsay one\nsay two\nsay three");
     let run = client.runs().create(request).await.unwrap().run;
     client.runs().wait(&run.run_id).await.unwrap();
     (runtime, client, run.run_id)
 }
 
-/// Every event of a watch from the start: the sequences, and the error it ended with.
+/// Every event of a watch from the start: the sequences, the error it ended with, and how
+/// often it reconnected.
 async fn watch_all(client: &Client, run_id: &str) -> (Vec<u64>, Option<crate::Error>, u64) {
-    let mut watch = client.runs().watch(run_id);
-    let mut seen = Vec::new();
-    while let Some(item) = watch.next().await {
-        match item {
-            Ok(e) => seen.push(e.sequence),
-            Err(e) => return (seen, Some(e), watch.reconnects()),
-        }
-    }
-    assert!(watch.is_complete());
-    (seen, None, watch.reconnects())
+    let (seen, err, watch) = drain(client.runs().watch(run_id)).await;
+    (seen, err, watch.reconnects())
 }
 
 #[tokio::test]

@@ -4,10 +4,11 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 
 /// The captured text, one line per event or span.
@@ -78,10 +79,44 @@ impl Subscriber for Capture {
 /// Captures everything logged on this thread until the guard is dropped (use a
 /// current-thread runtime, so every task of the test runs here).
 pub(crate) fn capture() -> (Captured, tracing::dispatcher::DefaultGuard) {
+    static QUIET: Once = Once::new();
+    QUIET.call_once(|| {
+        let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(Quiet));
+    });
     let out = Captured::default();
     let guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(Capture {
         out: out.clone(),
         next_id: AtomicU64::new(0),
     }));
     (out, guard)
+}
+
+/// The global default while tests capture: it records nothing, but tells every callsite
+/// to ask again each time. Without it a callsite another test's thread registers while a
+/// capture is being set up can cache "never" (tracing computes a new callsite's interest
+/// from the dispatchers it saw when registration began), and the capture misses it.
+struct Quiet;
+
+impl Subscriber for Quiet {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+        Interest::sometimes()
+    }
+
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        false
+    }
+
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, _: &Event<'_>) {}
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
 }

@@ -1,16 +1,18 @@
-//! The client over the embedded runtime: scripts, interactions, cancel, failures.
+//! The client over the embedded runtime, through the public API only: scripts,
+//! interactions, cancel, failures, idempotency, capabilities, artifacts and pages.
 
 use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt};
 
-use super::EmbeddedRuntime;
-use crate::model::*;
-use crate::{Client, Kind, reasons};
+use colossus_sdk::embedded::EmbeddedRuntime;
+use colossus_sdk::model::*;
+use colossus_sdk::{Client, Kind, reasons};
 
-fn script(lines: &str) -> CreateRunRequest {
-    CreateRunRequest::text(format!("colossus-script v1\n{lines}"))
-}
+mod support;
+use support::{
+    all_pages, assert_download, assert_upload_refused, create_runs, script, start_script,
+};
 
 #[tokio::test]
 async fn a_plain_run_echoes_its_text() {
@@ -35,14 +37,8 @@ async fn a_plain_run_echoes_its_text() {
 #[tokio::test]
 async fn a_script_with_a_prompt_and_an_approval_runs_to_the_end() {
     let client = Client::embedded(EmbeddedRuntime::new());
-    let run = client
-        .runs()
-        .create(script(
-            "say start\ntool git.status\nask Pick? | a | b\napprove shell.run\nsay end",
-        ))
-        .await
-        .unwrap()
-        .run;
+    let lines = "say start\ntool git.status\nask Pick? | a | b\napprove shell.run\nsay end";
+    let run = start_script(&client, lines).await;
     let mut watch = client.runs().watch(&run.run_id);
     let mut kinds = Vec::new();
     while let Some(event) = watch.next().await {
@@ -63,7 +59,7 @@ async fn a_script_with_a_prompt_and_an_approval_runs_to_the_end() {
                     InteractionKind::Approval(a) => {
                         Answer::approval(a.binding.clone(), ApprovalDecision::Approve)
                     }
-                    InteractionKind::Unknown => unreachable!(),
+                    other => unreachable!("{other:?}"),
                 };
                 client
                     .runs()
@@ -104,23 +100,13 @@ async fn a_script_with_a_prompt_and_an_approval_runs_to_the_end() {
 #[tokio::test]
 async fn cancel_ends_a_sleeping_run_and_a_failing_script_fails() {
     let client = Client::embedded(EmbeddedRuntime::new());
-    let run = client
-        .runs()
-        .create(script("sleep forever"))
-        .await
-        .unwrap()
-        .run;
+    let run = start_script(&client, "sleep forever").await;
     tokio::time::sleep(Duration::from_millis(10)).await;
     client.runs().cancel(&run.run_id).await.unwrap();
     let done = client.runs().wait(&run.run_id).await.unwrap();
     assert_eq!(done.status, RunStatus::Cancelled);
 
-    let run = client
-        .runs()
-        .create(script("say x\nfail boom it broke"))
-        .await
-        .unwrap()
-        .run;
+    let run = start_script(&client, "say x\nfail boom it broke").await;
     let done = client.runs().wait(&run.run_id).await.unwrap();
     assert_eq!(done.status, RunStatus::Failed);
     assert_eq!(done.result.unwrap().failure.unwrap().code, "boom");
@@ -174,12 +160,7 @@ async fn capabilities_gate_calls_before_anything_is_sent() {
     let err = client.runs().create(plan).await.unwrap_err();
     assert!(err.is(Kind::CapabilityMissing));
     assert_eq!(err.reason(), Some(reasons::CAPABILITY_NOT_SUPPORTED));
-    let err = client
-        .artifacts()
-        .upload(b"x", "text/plain")
-        .await
-        .unwrap_err();
-    assert!(err.is(Kind::CapabilityMissing));
+    assert_upload_refused(&client).await;
     let runs: Vec<Run> = client
         .runs()
         .list(ListRunsQuery::new())
@@ -199,26 +180,10 @@ async fn artifacts_round_trip_and_list_pages_follow_tokens() {
         .await
         .unwrap();
     assert_eq!(stored.size_bytes, 200_000);
-    let back = client
-        .artifacts()
-        .download(&stored.artifact_id)
-        .await
-        .unwrap();
-    assert_eq!(back.data, data);
+    assert_download(&client, &stored, &data).await;
 
-    for i in 0..5 {
-        client
-            .runs()
-            .create(CreateRunRequest::text(format!("run {i}")))
-            .await
-            .unwrap();
-    }
-    let pages: Vec<RunPage> = client
-        .runs()
-        .pages(ListRunsQuery::new().page_size(2))
-        .try_collect()
-        .await
-        .unwrap();
+    create_runs(&client, 5).await;
+    let pages = all_pages(&client, 2).await;
     assert_eq!(
         pages.iter().map(|p| p.runs.len()).collect::<Vec<_>>(),
         [2, 2, 1]
@@ -238,12 +203,7 @@ async fn artifacts_round_trip_and_list_pages_follow_tokens() {
 #[tokio::test]
 async fn a_closed_client_refuses_calls_and_ends_its_runs() {
     let client = Client::embedded(EmbeddedRuntime::new());
-    let run = client
-        .runs()
-        .create(script("sleep forever"))
-        .await
-        .unwrap()
-        .run;
+    let run = start_script(&client, "sleep forever").await;
     let other = client.clone();
     client.close();
     let err = other.runs().get(&run.run_id).await.unwrap_err();
@@ -253,12 +213,7 @@ async fn a_closed_client_refuses_calls_and_ends_its_runs() {
 #[tokio::test]
 async fn dropping_a_wait_leaves_no_task_behind() {
     let client = Client::embedded(EmbeddedRuntime::new());
-    let run = client
-        .runs()
-        .create(script("sleep forever"))
-        .await
-        .unwrap()
-        .run;
+    let run = start_script(&client, "sleep forever").await;
     let before = tokio::runtime::Handle::current()
         .metrics()
         .num_alive_tasks();

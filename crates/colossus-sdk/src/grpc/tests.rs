@@ -1,162 +1,27 @@
-//! The gRPC backend and the client against an in-process fake worker: a hand-written
-//! tonic service (plain HTTP/2 on loopback; the trust layer is tested on its own) whose
-//! answers each test scripts in advance.
+//! The gRPC backend and the client against the shared fake worker, served in plain HTTP/2
+//! on loopback (the trust layer is tested on its own), its answers scripted by each test.
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tonic::body::Body;
+use tonic::Status;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Request, Response, Status};
 
 use super::{GrpcSession, SessionSource};
 use crate::backend::BoxFuture;
 use crate::model::{self, CreateRunRequest, RunStatus, ServerInfo, capabilities};
-use crate::options::{ClientOptions, RetryPolicy};
+use crate::options::ClientOptions;
 use crate::proto as p;
+use crate::testing::client::fast_retries;
+use crate::testing::fake_worker::{Answer, FakeWorker, Listener, Script};
 use crate::{Client, Kind, Result, reasons};
-
-type Answer<T> = std::result::Result<T, Status>;
-
-/// What the fake answers, in order, and what it saw.
-#[derive(Default)]
-struct Script {
-    creates: VecDeque<Answer<p::CreateRunResponse>>,
-    gets: VecDeque<Answer<p::Run>>,
-    watches: VecDeque<Vec<Answer<p::RunEvent>>>,
-    /// (method, authorization header, request summary)
-    seen: Vec<(String, Option<String>, String)>,
-}
-
-#[derive(Clone, Default)]
-struct FakeWorker(Arc<Mutex<Script>>);
-
-fn auth(m: &MetadataMap) -> Option<String> {
-    m.get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-impl FakeWorker {
-    fn log(&self, method: &str, metadata: &MetadataMap, summary: String) {
-        self.0
-            .lock()
-            .unwrap()
-            .seen
-            .push((method.into(), auth(metadata), summary));
-    }
-
-    fn seen(&self, method: &str) -> Vec<String> {
-        self.0
-            .lock()
-            .unwrap()
-            .seen
-            .iter()
-            .filter(|s| s.0 == method)
-            .map(|s| s.2.clone())
-            .collect()
-    }
-}
-
-type HttpFuture =
-    Pin<Box<dyn Future<Output = std::result::Result<http::Response<Body>, Infallible>> + Send>>;
-
-impl tower::Service<http::Request<Body>> for FakeWorker {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = HttpFuture;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<std::result::Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> HttpFuture {
-        let fake = self.clone();
-        Box::pin(async move {
-            let path = req
-                .uri()
-                .path()
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            let response = match path.as_str() {
-                "CreateRun" => {
-                    let f = fake.clone();
-                    let svc = tower::service_fn(move |r: Request<p::CreateRunRequest>| {
-                        let f = f.clone();
-                        async move {
-                            f.log(
-                                "CreateRun",
-                                r.metadata(),
-                                r.get_ref().idempotency_key.clone(),
-                            );
-                            let next = f.0.lock().unwrap().creates.pop_front();
-                            next.unwrap_or_else(|| Err(Status::internal("unscripted")))
-                                .map(Response::new)
-                        }
-                    });
-                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                        .unary(svc, req)
-                        .await
-                }
-                "GetRun" => {
-                    let f = fake.clone();
-                    let svc = tower::service_fn(move |r: Request<p::GetRunRequest>| {
-                        let f = f.clone();
-                        async move {
-                            f.log("GetRun", r.metadata(), r.get_ref().run_id.clone());
-                            let next = f.0.lock().unwrap().gets.pop_front();
-                            next.unwrap_or_else(|| Err(Status::internal("unscripted")))
-                                .map(|run| Response::new(p::GetRunResponse { run: Some(run) }))
-                        }
-                    });
-                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                        .unary(svc, req)
-                        .await
-                }
-                "WatchRun" => {
-                    let f = fake.clone();
-                    let svc = tower::service_fn(move |r: Request<p::WatchRunRequest>| {
-                        let f = f.clone();
-                        async move {
-                            f.log(
-                                "WatchRun",
-                                r.metadata(),
-                                r.get_ref().after_sequence.to_string(),
-                            );
-                            let items = f.0.lock().unwrap().watches.pop_front().unwrap_or_default();
-                            let stream = futures_util::stream::iter(items).map(|item| {
-                                item.map(|event| p::WatchRunResponse { event: Some(event) })
-                            });
-                            Ok::<_, Status>(Response::new(stream))
-                        }
-                    });
-                    tonic::server::Grpc::new(tonic_prost::ProstCodec::default())
-                        .server_streaming(svc, req)
-                        .await
-                }
-                _ => Status::unimplemented(path).into_http(),
-            };
-            Ok(response)
-        })
-    }
-}
-
-impl tonic::server::NamedService for FakeWorker {
-    const NAME: &'static str = "colossus.api.v1alpha1.RunService";
-}
 
 struct Session {
     channel: Channel,
     info: ServerInfo,
+    max_response_bytes: usize,
 }
 
 impl GrpcSession for Session {
@@ -173,7 +38,7 @@ impl GrpcSession for Session {
         Ok(())
     }
     fn max_response_bytes(&self) -> usize {
-        4 << 20
+        self.max_response_bytes
     }
 }
 
@@ -187,37 +52,27 @@ impl SessionSource for Fixed {
     fn close(&self) {}
 }
 
-async fn start(script: Script, info: ServerInfo, options: ClientOptions) -> (Client, FakeWorker) {
-    let fake = FakeWorker(Arc::new(Mutex::new(script)));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    let svc = fake.clone();
-    tokio::spawn(async move {
-        tonic::transport::Server::builder()
-            .serve_with_incoming(svc, incoming)
-            .await
-            .unwrap();
-    });
-    let channel = Endpoint::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect_lazy();
-    let session: Arc<dyn GrpcSession> = Arc::new(Session { channel, info });
-    (Client::over_grpc(Fixed(session), options), fake)
+async fn start(script: Script, info: ServerInfo, options: ClientOptions) -> (Client, Listener) {
+    start_capped(script, info, options, 4 << 20).await
 }
 
-fn fast() -> ClientOptions {
-    ClientOptions::builder()
-        .retry(
-            RetryPolicy::builder()
-                .initial_backoff(Duration::from_millis(1))
-                .max_backoff(Duration::from_millis(5))
-                .max_attempts(4)
-                .build()
-                .unwrap(),
-        )
-        .build()
+/// [`start`] with the inbound message cap the session holds responses to (C7).
+async fn start_capped(
+    script: Script,
+    info: ServerInfo,
+    options: ClientOptions,
+    max_response_bytes: usize,
+) -> (Client, Listener) {
+    let fake = FakeWorker::new(script).serve_plain().await;
+    let channel = Endpoint::from_shared(format!("http://{}", fake.addr))
         .unwrap()
+        .connect_lazy();
+    let session: Arc<dyn GrpcSession> = Arc::new(Session {
+        channel,
+        info,
+        max_response_bytes,
+    });
+    (Client::over_grpc(Fixed(session), options), fake)
 }
 
 fn ev(seq: u64, text: &str) -> Answer<p::RunEvent> {
@@ -267,7 +122,7 @@ async fn a_watch_resumes_after_unavailable_and_drops_the_replayed_events() {
         gets: vec![Ok(run(p::RunStatus::Succeeded, 4))].into(),
         ..Script::default()
     };
-    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let mut watch = client.runs().watch("r1");
     let mut seen = Vec::new();
     while let Some(e) = watch.next().await {
@@ -275,15 +130,8 @@ async fn a_watch_resumes_after_unavailable_and_drops_the_replayed_events() {
     }
     assert_eq!(seen, [1, 2, 3, 4]);
     assert!(watch.is_complete());
-    assert_eq!(fake.seen("WatchRun"), ["0", "2"]);
-    let auths: Vec<_> = fake
-        .0
-        .lock()
-        .unwrap()
-        .seen
-        .iter()
-        .map(|s| s.1.clone())
-        .collect();
+    assert_eq!(fake.asked("WatchRun"), ["0", "2"]);
+    let auths: Vec<_> = fake.requests().into_iter().map(|r| r.1).collect();
     assert!(
         auths
             .iter()
@@ -302,7 +150,7 @@ async fn an_altered_replay_on_the_wire_fails_the_watch() {
         .into(),
         ..Script::default()
     };
-    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert_eq!(items.len(), 2);
     let err = items[1].as_ref().unwrap_err();
@@ -315,7 +163,7 @@ async fn a_gap_and_a_clean_close_short_of_the_end_fail() {
         watches: vec![vec![ev(1, "a"), ev(3, "c")]].into(),
         ..Script::default()
     };
-    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert!(items[1].as_ref().unwrap_err().is(Kind::WatchGap));
 
@@ -324,7 +172,7 @@ async fn a_gap_and_a_clean_close_short_of_the_end_fail() {
         gets: vec![Ok(run(p::RunStatus::Succeeded, 2))].into(),
         ..Script::default()
     };
-    let (client, _) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let items: Vec<_> = client.runs().watch("r1").collect().await;
     assert_eq!(
         items[1].as_ref().unwrap_err().reason(),
@@ -344,17 +192,17 @@ async fn reads_retry_unavailable_but_a_create_is_sent_once() {
         creates: vec![Err(Status::unavailable("cut"))].into(),
         ..Script::default()
     };
-    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let got = client.runs().get("r1").await.unwrap();
     assert_eq!(got.status, RunStatus::Running);
-    assert_eq!(fake.seen("GetRun").len(), 3);
+    assert_eq!(fake.asked("GetRun").len(), 3);
 
     let request = CreateRunRequest::text("hi");
     let err = client.runs().create(request.clone()).await.unwrap_err();
     assert!(err.is(Kind::OutcomeUnknown), "{err}");
     assert_eq!(err.idempotency_key(), Some(request.idempotency_key()));
     assert_eq!(
-        fake.seen("CreateRun"),
+        fake.asked("CreateRun"),
         [request.idempotency_key()],
         "never retried"
     );
@@ -363,13 +211,13 @@ async fn reads_retry_unavailable_but_a_create_is_sent_once() {
 fn rate_limited(delay_ms: i32) -> Status {
     let info = prost_types::Any {
         type_url: "type.googleapis.com/google.rpc.ErrorInfo".into(),
-        value: super::status_tests_support::error_info("CREATE_RATE_LIMIT"),
+        value: crate::testing::rpc_status::error_info("CREATE_RATE_LIMIT"),
     };
     let retry = prost_types::Any {
         type_url: "type.googleapis.com/google.rpc.RetryInfo".into(),
-        value: super::status_tests_support::retry_info(delay_ms),
+        value: crate::testing::rpc_status::retry_info(delay_ms),
     };
-    let details = super::status_tests_support::status(8, "slow down", vec![info, retry]);
+    let details = crate::testing::rpc_status::status(8, "slow down", vec![info, retry]);
     Status::with_details(tonic::Code::ResourceExhausted, "slow down", details.into())
 }
 
@@ -397,13 +245,13 @@ async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked()
     );
     assert_eq!(result.idempotency_key, request.idempotency_key());
     let key = request.idempotency_key().to_owned();
-    assert_eq!(fake.seen("CreateRun"), [key.clone(), key]);
+    assert_eq!(fake.asked("CreateRun"), [key.clone(), key]);
 
     let script = Script {
         creates: vec![Err(rate_limited(30))].into(),
         ..Script::default()
     };
-    let (client, fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let err = client
         .runs()
         .create(CreateRunRequest::text("hi"))
@@ -411,12 +259,12 @@ async fn a_rate_limited_create_is_sent_again_with_the_same_key_only_when_asked()
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::CREATE_RATE_LIMIT));
     assert_eq!(err.retry_delay(), Some(Duration::from_millis(30)));
-    assert_eq!(fake.seen("CreateRun").len(), 1);
+    assert_eq!(fake.asked("CreateRun").len(), 1);
 }
 
 #[tokio::test]
 async fn capability_gates_send_nothing() {
-    let (client, fake) = start(Script::default(), ServerInfo::default(), fast()).await;
+    let (client, fake) = start(Script::default(), ServerInfo::default(), fast_retries(4)).await;
     let request = CreateRunRequest::builder()
         .text("go")
         .plan_action(model::PlanAction::new(
@@ -447,7 +295,7 @@ async fn capability_gates_send_nothing() {
             .unwrap_err()
             .is(Kind::CapabilityMissing)
     );
-    assert!(fake.0.lock().unwrap().seen.is_empty());
+    assert!(fake.requests().is_empty());
 }
 
 #[tokio::test]
@@ -455,14 +303,14 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
     let mut info = ServerInfo::default();
     info.limits.max_request_bytes = 64;
     info.capabilities.push(capabilities::ARTIFACTS.to_owned());
-    let (client, fake) = start(Script::default(), info, fast()).await;
+    let (client, fake) = start(Script::default(), info, fast_retries(4)).await;
     let err = client
         .runs()
         .create(CreateRunRequest::text("x".repeat(100)))
         .await
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
-    assert!(fake.seen("CreateRun").is_empty());
+    assert!(fake.asked("CreateRun").is_empty());
     // An upload's manifest alone (a 64-digit SHA-256) is over 64 bytes: nothing is sent.
     let err = client
         .artifacts()
@@ -470,12 +318,32 @@ async fn a_request_over_the_advertised_cap_is_refused_locally() {
         .await
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::REQUEST_TOO_LARGE));
-    assert!(fake.0.lock().unwrap().seen.is_empty());
+    assert!(fake.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_response_over_the_accepted_cap_is_a_local_response_too_large() {
+    let mut big = run(p::RunStatus::Running, 0);
+    big.idempotency_key = "k".repeat(2048);
+    let script = Script {
+        gets: vec![Ok(big)].into(),
+        ..Script::default()
+    };
+    let (client, fake) = start_capped(script, ServerInfo::default(), fast_retries(4), 1024).await;
+    let err = client.runs().get("r1").await.unwrap_err();
+    assert!(err.is(Kind::ResourceExhausted), "{err}");
+    assert_eq!(err.reason(), Some(reasons::RESPONSE_TOO_LARGE));
+    assert_eq!(err.code(), None, "a local refusal carries no status code");
+    assert_eq!(
+        err.message(),
+        "a response is larger than the accepted response cap"
+    );
+    assert_eq!(fake.asked("GetRun").len(), 1, "never retried");
 }
 
 #[tokio::test]
 async fn a_create_and_a_watch_reconnect_are_logged_without_the_bearer() {
-    let (logs, _guard) = crate::log_capture::capture();
+    let (logs, _guard) = crate::testing::log_capture::capture();
     let script = Script {
         creates: vec![Ok(p::CreateRunResponse {
             run: Some(run(p::RunStatus::Running, 0)),
@@ -490,7 +358,7 @@ async fn a_create_and_a_watch_reconnect_are_logged_without_the_bearer() {
         gets: vec![Ok(run(p::RunStatus::Succeeded, 2))].into(),
         ..Script::default()
     };
-    let (client, _fake) = start(script, ServerInfo::default(), fast()).await;
+    let (client, _fake) = start(script, ServerInfo::default(), fast_retries(4)).await;
     let created = client
         .runs()
         .create(CreateRunRequest::text("hi"))

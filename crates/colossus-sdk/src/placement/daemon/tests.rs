@@ -11,9 +11,9 @@ use std::time::Duration;
 use super::DaemonOptions;
 use crate::options::{ClientOptions, RetryPolicy};
 use crate::proto as p;
-use crate::transport::tests::{
-    Behaviour, Counting, INSTANCE, Leaf, leaf, listen, listen_with, server_info,
-};
+use crate::testing::credentials::Counting;
+use crate::testing::fake_worker::{Behaviour, INSTANCE, listen, listen_with, server_info};
+use crate::testing::tls::{Leaf, leaf};
 use crate::trust::pin::Pin;
 use crate::{Client, Kind, reasons};
 
@@ -110,7 +110,7 @@ async fn a_restart_into_a_hostile_listener_fails_typed_and_gets_no_bearer() {
         );
         assert_eq!(err.code(), None, "a local refusal carries no status code");
         assert!(
-            hostile.seen.requests().is_empty(),
+            hostile.requests().is_empty(),
             "{behaviour:?}: the hostile listener saw a request"
         );
         assert_eq!(provider.0.load(Ordering::SeqCst), 1);
@@ -156,7 +156,7 @@ async fn discovery_files_that_disagree_with_the_provisioned_identity_stop_connec
         .await
         .unwrap_err();
     assert_eq!(err.reason(), Some(reasons::DESCRIPTOR_INVALID));
-    assert!(worker.seen.requests().is_empty(), "no connection was made");
+    assert!(worker.requests().is_empty(), "no connection was made");
 }
 
 #[test]
@@ -198,7 +198,6 @@ async fn the_request_cap_is_inclusive_to_the_byte() {
             .unwrap();
         let result = client.runs().get(&run_id).await;
         let gets = worker
-            .seen
             .requests()
             .iter()
             .filter(|(m, _)| m == "GetRun")
