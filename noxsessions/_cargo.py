@@ -49,6 +49,16 @@ def target_dir() -> Path:
 _SHARED_AT_EXIT: set[Path] = set()
 
 
+def mutants_env() -> dict[str, str]:
+    """cargo_env() for the mutation harness: a folder apart from the clone's own. A mutated
+    copy of a workspace crate has the clone's unit names and newer outputs than the clone's
+    sources, so built into the clone's folder it would be taken as fresh by the clone's next
+    build (a conformance run would then test a mutant)."""
+    override = os.environ.get("COLOSSUS_CARGO_TARGET_DIR")
+    folder = Path(f"{override}-mutants") if override else clone_folder(purpose="mutants")
+    return {"CARGO_TARGET_DIR": str(folder), "CARGO_TERM_COLOR": "never"}
+
+
 def cargo_env() -> dict[str, str]:
     """The environment of every cargo command of the sessions."""
     return {"CARGO_TARGET_DIR": str(target_dir()), "CARGO_TERM_COLOR": "never"}

@@ -48,8 +48,11 @@ from noxsessions._cache import cache_dir
 ROOT = Path(__file__).resolve().parent.parent
 # The lock files of the repository's Cargo workspaces: the main one, the Tauri plugin's own
 # and its example app's.
-LOCK_FILES = ["Cargo.lock", "crates/tauri-plugin-colossus/Cargo.lock",
-              "crates/tauri-plugin-colossus/examples/desktop/Cargo.lock"]
+LOCK_FILES = [
+    "Cargo.lock",
+    "crates/tauri-plugin-colossus/Cargo.lock",
+    "crates/tauri-plugin-colossus/examples/desktop/Cargo.lock",
+]
 # The shared folder's registry units are about 4.4 GiB today (debug and release, every
 # feature, the plugin's tauri tree); a clone's folder adds its own crates' builds to them.
 # Together the clones' folders keep room for the working checkout and a CI clone.
@@ -70,10 +73,13 @@ def shared_folder() -> Path:
     return cache_dir("cargo-target")
 
 
-def clone_folder(root: Path = ROOT) -> Path:
-    """This clone's target folder, seeded on first use (and when it grew past MAX_BYTES)."""
+def clone_folder(root: Path = ROOT, purpose: str = "") -> Path:
+    """This clone's target folder, seeded on first use (and when it grew past MAX_BYTES).
+    A `purpose` names a second folder of the clone's, for builds that must never mix with its
+    own (the mutation harness's mutated crates)."""
     clones = cache_dir("cargo-clones")
-    folder = clones / f"{root.resolve().name}-{clone_key(root)}"
+    suffix = f"-{purpose}" if purpose else ""
+    folder = clones / f"{root.resolve().name}-{clone_key(root)}{suffix}"
     clones.mkdir(parents=True, exist_ok=True)
     # Sessions of one clone start side by side: one seeds, the others wait and use it.
     with flock(clones / f"{folder.name}.lock", fcntl.LOCK_EX):

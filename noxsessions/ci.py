@@ -10,7 +10,7 @@ the CI's orchestration.
                    lanes     today's CI: uv, the shared per-content wheels of the repository's
                              packages, sessions in parallel lanes (./noxw's default: one per
                              CPU plus two), conformance runners in parallel
-                             (the runner's default: 5 per CPU, 2 per column on 2 CPUs)
+                             (the runner's default, `columns.default_jobs()`)
                  and prints each wall time, plus the session-seconds spent in set-up (venv
                  creation, installs, wheel builds, `npm ci`) and in the rest, read from nox's
                  timestamped logs (in lanes these add up to more than the wall time), and the

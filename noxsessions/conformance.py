@@ -26,7 +26,7 @@ from pathlib import Path
 
 import nox
 
-from noxsessions._cargo import fetch
+from noxsessions._cargo import fetch, mutants_env
 from noxsessions._lane_facts import CONFORMANCE_CLIENTS, lane
 from noxsessions.typescript_sdk import _npm_ci, conformance_node, node_first_on_path
 from noxsessions._wheels import install_local
@@ -70,7 +70,8 @@ def conformance_mutants(session: nox.Session) -> None:
     and report which case kills it (slow, not in the default list). Example:
     `./noxw -s conformance_mutants -- --sdk python [--mutant ID] [--column python-async]`."""
     install_local(session, "conformance", "sdk/python")
-    env = fetch(session)
+    fetch(session)
+    env = mutants_env()
     # The typescript column runs on the same Node as in the conformance session.
     env.update(node_first_on_path(session, conformance_node(session)))
     session.run(

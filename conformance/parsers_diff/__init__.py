@@ -1,1 +1,1 @@
-"""Differential fuzzing of the three SDKs' trust parsers (see README.md)."""
+"""Differential fuzzing of the four SDKs' trust parsers (see README.md)."""

@@ -85,6 +85,36 @@ def test_the_old_shared_folder_hands_an_older_clone_the_newer_build(
         each_clone_runs_its_own_code(older, newer, old_shared_target_dir(tmp_path / "cache"))
 
 
+def mutant_then_clone(clone: Path, tmp_path: Path, mutant_target: Path) -> str:
+    """Builds the clone, then a mutated copy of it (as the mutation harness does) into
+    `mutant_target`, then the clone again; returns what the clone's binary prints."""
+    assert build_and_run(clone, clone_folder(clone)) == "older"
+    copy = tmp_path / "mutant-copy"
+    shutil.copytree(clone, copy, ignore=shutil.ignore_patterns(".git", ".cache"))
+    (copy / "src/main.rs").write_text(MAIN_RS.format("mutant"))
+    assert build_and_run(copy, mutant_target) == "mutant"
+    return build_and_run(clone, clone_folder(clone))
+
+
+def test_a_mutated_copy_never_reaches_the_clones_build(
+    two_clones: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLOSSUS_CACHE", str(tmp_path / "cache"))
+    older, _ = two_clones
+    mutants = clone_folder(older, purpose="mutants")
+    assert mutants != clone_folder(older)
+    assert mutant_then_clone(older, tmp_path, mutants) == "older"
+
+
+def test_a_mutated_copy_built_in_the_clones_folder_poisons_it(
+    two_clones: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Why the harness has a folder of its own: sharing the clone's, its next build runs the mutant.
+    monkeypatch.setenv("COLOSSUS_CACHE", str(tmp_path / "cache"))
+    older, _ = two_clones
+    assert mutant_then_clone(older, tmp_path, clone_folder(older)) == "mutant"
+
+
 def test_a_new_clone_at_the_same_path_gets_a_new_key(tmp_path: Path) -> None:
     clone = tmp_path / "main"
     clone.mkdir()
@@ -127,8 +157,12 @@ def test_a_seed_holds_the_registry_crates_units_and_none_of_the_path_crates(tmp_
     assert kept == [
         f"{profile}/{entry}"
         for profile in ("debug", "release")
-        for entry in (".fingerprint/serde-0123456789abcdef/lib-serde", "build/serde-0123456789abcdef",
-                      "deps/libserde-0123456789abcdef.rlib", "deps/serde-0123456789abcdef.d")
+        for entry in (
+            ".fingerprint/serde-0123456789abcdef/lib-serde",
+            "build/serde-0123456789abcdef",
+            "deps/libserde-0123456789abcdef.rlib",
+            "deps/serde-0123456789abcdef.d",
+        )
     ]
 
 
@@ -142,7 +176,8 @@ def test_share_back_copies_new_registry_units_only(tmp_path: Path) -> None:
     _unit(folder / "debug", "tiny", "fedcba9876543210", "tiny")
     share_back(folder, shared, clone)
     assert sorted(p.name for p in (shared / "debug/.fingerprint").iterdir()) == [
-        "serde-0123456789abcdef", "serde-1111111111111111"
+        "serde-0123456789abcdef",
+        "serde-1111111111111111",
     ]
     assert (shared / "debug/deps/libserde-1111111111111111.rlib").is_file()
     assert (shared / "debug/deps/libserde-0123456789abcdef.rlib").read_text() == "the shared one"

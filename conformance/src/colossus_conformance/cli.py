@@ -76,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run N runners at once, each with its own client, workers and logs; with N at "
         "least twice the number of SDK columns, each column gets N // columns runners sharing "
-        "its cases (default: 4 per CPU, %(default)s here; 1 runs the columns one after another)",
+        "its cases (default: %(default)s here, from the CPUs this process may use; 1 runs the "
+        "columns one after another)",
     )
     p.add_argument(
         "--serve",

@@ -20,7 +20,7 @@ from colossus_reference_worker._gen.colossus.api.v1alpha1 import CreateRunReques
 from colossus_reference_worker.engine.engine import RunEngine
 from colossus_reference_worker.engine.frames import FrameCache
 from colossus_reference_worker.engine.runs import RunStore
-from colossus_reference_worker.engine.wire import encode_watch_response
+from colossus_reference_worker.engine.watch_encoding import encode_watch_response
 from colossus_reference_worker.errors import JournalIntegrityError
 from colossus_reference_worker.journal import Journal
 

@@ -7,7 +7,7 @@ import pytest
 from colossus_reference_worker._gen.colossus.api.v1alpha1 import WatchRunResponse
 from colossus_reference_worker.config import Limits
 from colossus_reference_worker.engine import views
-from colossus_reference_worker.engine.wire import encode_watch_response
+from colossus_reference_worker.engine.watch_encoding import encode_watch_response
 from colossus_reference_worker.errors import ApiError
 from colossus_reference_worker.wire.guard import check_create_run, check_list_runs
 

@@ -74,13 +74,6 @@ def case(
     return register
 
 
-def load() -> list[ServerCase]:
-    """Every case, in the order the modules define them."""
-    from . import cases  # noqa: F401 - importing registers the cases
-
-    return list(CATALOGUE)
-
-
 def select(cases: Iterable[ServerCase], patterns: Sequence[str]) -> list[ServerCase]:
     """Cases matching any glob (or ID prefix) of ``patterns``; all when there are none."""
     if not patterns:

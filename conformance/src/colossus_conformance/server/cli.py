@@ -16,6 +16,7 @@ from pathlib import Path
 from .. import report
 from ..results import NOT_APPLICABLE, RunVerdict
 from . import catalogue, suite
+from .cases import load as load_cases
 from .manifest import ManifestError, load
 
 W_REQUIREMENTS = [f"W{i}" for i in range(1, 17)]
@@ -30,7 +31,7 @@ def main(args: argparse.Namespace, suite_dir: Path) -> int:
     if len({m.name for m in manifests}) != len(manifests):
         print("two manifests name the same worker")
         return 2
-    cases = catalogue.select(catalogue.load(), args.run)
+    cases = catalogue.select(load_cases(), args.run)
     if args.list:
         print_list(cases)
         return 0

@@ -27,7 +27,8 @@ import yaml
 
 from ..mutation import EDIT_SCHEMA, Edit, MutantListError
 from ..results import FAIL
-from . import catalogue, suite
+from . import suite
+from .cases import load as load_cases
 from .catalogue import ServerCase
 from .manifest import load as load_manifest
 
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.mutant:
         mutants = [m for m in mutants if any(fnmatch.fnmatch(m.id, p) for p in args.mutant)]
     manifest = load_manifest(args.worker)
-    cases = catalogue.load()
+    cases = load_cases()
     results_dir = suite_dir / "results"
     (results_dir / "server-logs").mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -34,7 +34,7 @@ from .pagination import TokenCodec
 from .recovery import mark_clean_stop, recover
 from .runs import EventLimitReached, FullRun, RunStore, RunTail, now_us
 from .validation import OPAQUE_ID, ArtifactLookup, validate_create
-from .wire import encode_watch_response
+from .watch_encoding import encode_watch_response
 
 log = logging.getLogger(__name__)
 

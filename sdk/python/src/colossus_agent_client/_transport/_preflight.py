@@ -32,7 +32,7 @@ from .._errors import PinMismatchError, TlsPolicyError, TransportError
 from .._reasons import LocalReason
 from ._certificate import LeafCertificate, sha256_hex
 from ._descriptor import Endpoint
-from ._probe import answers_tls12
+from ._version_probe import answers_tls12
 
 
 class HandshakeDroppedError(TransportError):
