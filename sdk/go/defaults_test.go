@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// These defaults are one concept in all three SDKs (docs/requirements.md, S1 and S7);
-// the Python and TypeScript suites pin the same numbers. A change here must change there.
+// These defaults are one concept in all four SDKs (docs/requirements.md, S1 and S7);
+// the Python, TypeScript and Rust suites pin the same numbers. A change here must change there.
 
 func TestDefaultRetryMatchesTheOtherSDKs(t *testing.T) {
 	want := RetryPolicy{MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second,

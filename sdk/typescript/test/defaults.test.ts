@@ -1,5 +1,5 @@
-// The defaults that are one concept in all three SDKs (docs/requirements.md, S1 and S7).
-// The Python and Go suites pin the same numbers: a change here must change there.
+// The defaults that are one concept in all four SDKs (docs/requirements.md, S1 and S7).
+// The Python, Go and Rust suites pin the same numbers: a change here must change there.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {

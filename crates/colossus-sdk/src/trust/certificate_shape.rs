@@ -1,6 +1,6 @@
 //! The DER shape every SDK of the family requires of the worker's leaf (C2), checked byte
-//! by byte. X.509 parsers differ in what they let through; these rules are the same in the
-//! Go, Python and TypeScript SDKs, so each gives the same verdict on the same bytes
+//! by byte. X.509 parsers differ in what they let through; these rules are the same in all
+//! four SDKs, so each gives the same verdict on the same bytes
 //! (conformance/parsers_diff compares them): a v3 certificate with a positive serial, the
 //! same signature algorithm inside and outside the tbsCertificate, RFC 5280 times, an
 //! uncompressed P-256 key, nothing after the extensions, DER extension values, and

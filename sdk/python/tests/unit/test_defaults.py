@@ -1,6 +1,6 @@
-"""The defaults the three SDKs share (the S1 table in docs/requirements.md).
+"""The defaults the four SDKs share (the S1 table in docs/requirements.md).
 
-The TypeScript and Go SDKs pin the same numbers in their own tests; a change here without
+The TypeScript, Go and Rust SDKs pin the same numbers in their own tests; a change here without
 a change there makes the SDKs disagree on how long a watch survives a restart.
 """
 

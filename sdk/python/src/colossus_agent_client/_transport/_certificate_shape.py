@@ -1,7 +1,8 @@
 """The DER shape every SDK requires of the worker's leaf (C2), checked byte by byte.
 
-X.509 parsers differ in what they let through; these rules are the same in the three SDKs
-(sdk/go/certificate_shape.go, sdk/typescript/src/transport/certificate-shape.ts), so each
+X.509 parsers differ in what they let through; these rules are the same in the four SDKs
+(sdk/go/certificate_shape.go, sdk/typescript/src/transport/certificate-shape.ts,
+crates/colossus-sdk/src/trust/certificate_shape.rs), so each
 gives the same verdict on the same bytes (conformance/parsers_diff compares them).
 """
 
