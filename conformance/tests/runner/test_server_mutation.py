@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from colossus_conformance.mutation import MutantListError
-from colossus_conformance.server import catalogue
+from colossus_conformance.server.cases import load as load_cases
 from colossus_conformance.server.mutation import Outcome, expected_cases, load_list, markdown, plant
 
 SUITE = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ def test_the_list_has_at_least_28_mutants_each_expecting_a_real_case() -> None:
     source, mutants = load_list(LIST)
     assert (SUITE.parent / source).is_dir()
     assert len(mutants) >= 28
-    cases = catalogue.load()
+    cases = load_cases()
     for mutant in mutants:
         assert expected_cases(mutant, cases), mutant.id
 
