@@ -235,6 +235,29 @@ pub(crate) fn from_parts(
     err
 }
 
+/// tonic's refusal of an inbound message over the accepted cap, as the local
+/// `RESPONSE_TOO_LARGE`, with the cap from tonic's text ("..., the limit is: N bytes") as
+/// `metadata.limit`, as the other SDKs report it.
+fn response_too_large(tonic_text: &str) -> Error {
+    let limit = tonic_text
+        .split_once("the limit is: ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    match limit {
+        Some(n) => Error::local(
+            Kind::ResourceExhausted,
+            reasons::RESPONSE_TOO_LARGE,
+            format!("a response is larger than the accepted response cap of {n} bytes"),
+        )
+        .with_metadata("limit", n),
+        None => Error::local(
+            Kind::ResourceExhausted,
+            reasons::RESPONSE_TOO_LARGE,
+            "a response is larger than the accepted response cap",
+        ),
+    }
+}
+
 /// Maps one failed call; `idempotency_key` is the create's key (also set on the error).
 pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Option<&str>) -> Error {
     if let Some(refusal) = trust_refusal(status) {
@@ -252,11 +275,7 @@ pub(crate) fn map(status: &tonic::Status, call: CallKind, idempotency_key: Optio
     if (code == Code::OutOfRange || code == Code::ResourceExhausted)
         && status.message().contains("message length too large")
     {
-        return Error::local(
-            Kind::ResourceExhausted,
-            reasons::RESPONSE_TOO_LARGE,
-            "a response is larger than the accepted response cap",
-        );
+        return response_too_large(status.message());
     }
     let refused = code == Code::Unavailable && connection_refused(status);
     let d = details(status.details());

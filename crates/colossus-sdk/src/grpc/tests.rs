@@ -336,7 +336,12 @@ async fn a_response_over_the_accepted_cap_is_a_local_response_too_large() {
     assert_eq!(err.code(), None, "a local refusal carries no status code");
     assert_eq!(
         err.message(),
-        "a response is larger than the accepted response cap"
+        "a response is larger than the accepted response cap of 1024 bytes"
+    );
+    assert_eq!(
+        err.metadata().get("limit").map(String::as_str),
+        Some("1024"),
+        "the cap, as the other SDKs report it"
     );
     assert_eq!(fake.asked("GetRun").len(), 1, "never retried");
 }

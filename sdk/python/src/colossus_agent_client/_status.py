@@ -8,6 +8,7 @@ mutation that failed in a way that may have taken effect becomes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
@@ -45,6 +46,8 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 # "Received message larger than max (6050 vs. 4096)" (behind "Stream removed (CLIENT: "
 # on a stream).
 _RESPONSE_OVER_CAP: Final = "Received message larger than max"
+# The cap in that text, reported as `metadata.limit` as the other SDKs do.
+_RESPONSE_CAP_LIMIT: Final = re.compile(r"Received message larger than max \(\d+ vs\. (\d+)\)")
 
 _BY_CODE: Mapping[grpc.StatusCode, type[ColossusError]] = {
     grpc.StatusCode.UNAUTHENTICATED: AuthenticationError,
@@ -177,9 +180,12 @@ def map_status(
     if _response_too_large(code, message, reason):
         # A local refusal, as REQUEST_TOO_LARGE is: no status code, the same reason in
         # every SDK.
+        limit = _RESPONSE_CAP_LIMIT.search(message)
         return ResourceExhaustedError(
-            "a response is larger than the accepted response cap",
+            "a response is larger than the accepted response cap"
+            + (f" of {limit.group(1)} bytes" if limit else ""),
             reason=LocalReason.RESPONSE_TOO_LARGE,
+            metadata={"limit": limit.group(1)} if limit else None,
             idempotency_key=idempotency_key,
         )
     text = message or code.name.lower()

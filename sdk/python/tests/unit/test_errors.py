@@ -160,7 +160,8 @@ def test_grpcios_refusal_of_a_response_over_the_cap_is_local(text: str, mutation
     assert type(error) is colossus.ResourceExhaustedError
     assert error.code is None
     assert error.reason == colossus.LocalReason.RESPONSE_TOO_LARGE == "RESPONSE_TOO_LARGE"
-    assert str(error).startswith("a response is larger than the accepted response cap")
+    assert str(error).startswith("a response is larger than the accepted response cap of 4096")
+    assert error.metadata == {"limit": "4096"}, "the cap, as the other SDKs report it"
     assert not error.retryable
 
 
