@@ -8,19 +8,28 @@ use std::time::Duration;
 
 use colossus_desktop_bridge::dto::{EventDto, InteractionRequestDto, RunDto};
 use colossus_desktop_bridge::{
-    Bridge, ErrorKind, ManagerOptions, TargetManager, WatchEnd, WatchFrame,
+    Bridge, ErrorKind, ManagerOptions, TargetId, TargetManager, WatchEnd, WatchFrame,
 };
 use colossus_sdk::Client;
 use colossus_sdk::embedded::EmbeddedRuntime;
 use serde_json::json;
 use support::*;
 
-async fn until(
-    bridge: &Bridge,
-    target: &colossus_desktop_bridge::TargetId,
-    run_id: &str,
-    status: &str,
-) -> RunDto {
+/// A manager with two embedded targets, "a" selected, and a bridge over it.
+async fn two_targets_first_selected() -> (TargetManager, Bridge, TargetId, TargetId) {
+    let manager = TargetManager::new();
+    let a = manager
+        .add_embedded("a", Client::embedded(EmbeddedRuntime::new()))
+        .await;
+    let b = manager
+        .add_embedded("b", Client::embedded(EmbeddedRuntime::new()))
+        .await;
+    manager.select(&a).await.unwrap();
+    let bridge = Bridge::new(manager.clone());
+    (manager, bridge, a, b)
+}
+
+async fn until(bridge: &Bridge, target: &TargetId, run_id: &str, status: &str) -> RunDto {
     for _ in 0..500 {
         let run = bridge.get_run(run_ref(target, run_id)).await.expect("get");
         if run.status == status {
@@ -69,15 +78,7 @@ async fn target_ids_are_opaque_and_a_renderer_cannot_route_by_guessing() {
 // target that created or listed it.
 #[tokio::test]
 async fn run_ids_are_bound_to_their_target_and_work_goes_to_the_selection_only() {
-    let manager = TargetManager::new();
-    let a = manager
-        .add_embedded("a", Client::embedded(EmbeddedRuntime::new()))
-        .await;
-    let b = manager
-        .add_embedded("b", Client::embedded(EmbeddedRuntime::new()))
-        .await;
-    manager.select(&a).await.unwrap();
-    let bridge = Bridge::new(manager.clone());
+    let (manager, bridge, a, b) = two_targets_first_selected().await;
 
     let on_b = bridge
         .create_run(create(&b, "hi", json!({"kind": "execute"})))
@@ -125,15 +126,7 @@ async fn run_ids_are_bound_to_their_target_and_work_goes_to_the_selection_only()
 // B4: a selection switch ends the old watch before it can deliver another event.
 #[tokio::test]
 async fn a_selection_switch_ends_an_old_watch_before_its_next_frame() {
-    let manager = TargetManager::new();
-    let a = manager
-        .add_embedded("a", Client::embedded(EmbeddedRuntime::new()))
-        .await;
-    let b = manager
-        .add_embedded("b", Client::embedded(EmbeddedRuntime::new()))
-        .await;
-    manager.select(&a).await.unwrap();
-    let bridge = Bridge::new(manager.clone());
+    let (manager, bridge, a, b) = two_targets_first_selected().await;
     let text = script(&["say one", "say two", "say three", "sleep forever"]);
     let run = bridge
         .create_run(create(&a, &text, json!({"kind": "execute"})))
